@@ -1,0 +1,36 @@
+// CHECK(cond) << context: abort with a message when an internal invariant is broken.
+// For programmer errors only; bad input from users or files returns a Status instead.
+#pragma once
+
+#include <sstream>
+
+namespace deepinfer::internal {
+
+class CheckFailure {
+ public:
+  CheckFailure(const char* file, int line, const char* condition);
+  [[noreturn]] ~CheckFailure();
+  template <typename T>
+  CheckFailure& operator<<(const T& value) {
+    stream_ << value;
+    return *this;
+  }
+
+ private:
+  std::ostringstream stream_;
+};
+
+// Lets `CHECK(x) << a << b` parse as a statement with a void value.
+struct Voidify {
+  void operator&(CheckFailure&) {}
+};
+
+}  // namespace deepinfer::internal
+
+#define CHECK(cond)                 \
+  (cond) ? (void)0                  \
+         : ::deepinfer::internal::Voidify() & \
+               ::deepinfer::internal::CheckFailure(__FILE__, __LINE__, #cond)
+#define CHECK_EQ(a, b) CHECK((a) == (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "
+#define CHECK_LE(a, b) CHECK((a) <= (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "
+#define CHECK_LT(a, b) CHECK((a) < (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "

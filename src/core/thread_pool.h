@@ -1,0 +1,75 @@
+// ThreadPool: persistent compute threads with static partitioning.
+//
+// The caller is thread 0 and works too; n_threads - 1 workers spin on a generation counter while
+// work keeps coming (a fork/join costs ~1 µs) and fall asleep on a futex after kSpinBeforeSleep
+// of idleness, so an idle engine burns no CPU. Work is split into contiguous ranges that depend
+// only on (n, n_threads) — never on timing — so which thread computes what is reproducible, and
+// kernels keep every output element's reduction inside one thread (batch invariance: threads split
+// rows/columns/experts, never a reduction).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace deepinfer {
+
+class ThreadPool {
+ public:
+  // n_threads <= 0 means one per available CPU.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Runs fn(thread_index) once on each of the size() threads; returns when all have finished.
+  // Not reentrant: fn must not call Run on the same pool.
+  template <typename F>
+  void Run(F&& fn) {
+    auto trampoline = [](void* ctx, int t) { (*static_cast<std::remove_reference_t<F>*>(ctx))(t); };
+    RunRaw(trampoline, const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Splits [0, n) into size() contiguous ranges (in multiples of `grain`) and calls
+  // fn(begin, end) for each non-empty one.
+  template <typename F>
+  void ParallelFor(int64_t n, int64_t grain, F&& fn) {
+    const int64_t n_chunks = (n + grain - 1) / grain;
+    if (n_threads_ == 1 || n_chunks <= 1) {
+      if (n > 0) fn(int64_t{0}, n);
+      return;
+    }
+    Run([&](int t) {
+      auto [begin, end] = Partition(n, grain, t, n_threads_);
+      if (begin < end) fn(begin, end);
+    });
+  }
+
+  // The range of thread t when [0, n) is split in multiples of grain over n_threads.
+  static std::pair<int64_t, int64_t> Partition(int64_t n, int64_t grain, int t, int n_threads);
+
+  // Process-wide pool used by kernels unless one is passed explicitly. Its size comes from
+  // DEEPINFER_THREADS, else the number of available CPUs.
+  static ThreadPool& Default();
+
+ private:
+  using RawFn = void (*)(void*, int);
+  void RunRaw(RawFn fn, void* ctx);
+  void WorkerLoop(int index);
+
+  static constexpr std::chrono::milliseconds kSpinBeforeSleep{5};
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  RawFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word
+  alignas(64) std::atomic<int> pending_{0};
+  alignas(64) std::atomic<bool> stop_{false};
+};
+
+}  // namespace deepinfer

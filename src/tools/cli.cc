@@ -1,0 +1,21 @@
+#include "tools/cli.h"
+
+#include <CLI/CLI.hpp>
+
+namespace deepinfer::tools {
+
+int Main(int argc, char** argv) {
+  CLI::App app{"deepinfer: inference and serving engine for DeepSeek-V4.1-Flash"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  RegisterCpuInfo(app, &exit_code);
+  RegisterInspect(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}
+
+}  // namespace deepinfer::tools

@@ -1,0 +1,16 @@
+// The `deepinfer` command line: one subcommand per file (cmd_*.cc), registered here.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace deepinfer::tools {
+
+int Main(int argc, char** argv);
+
+// Each subcommand adds itself to the app and returns the exit code through *exit_code when run.
+void RegisterCpuInfo(CLI::App& app, int* exit_code);
+void RegisterInspect(CLI::App& app, int* exit_code);
+
+}  // namespace deepinfer::tools

@@ -8,10 +8,6 @@
 
 namespace deepinfer {
 
-struct bf16 {
-  uint16_t bits;
-};
-
 inline float Bf16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 inline uint16_t FloatToBf16(float f) {

@@ -72,7 +72,8 @@ void ThreadPool::RunRaw(RawFn fn, void* ctx) {
 }
 
 void ThreadPool::WorkerLoop(int index) {
-  uint32_t seen = generation_.load(std::memory_order_acquire);
+  // Generation 0 is the constructor's; a worker that starts late must still see the first Run.
+  uint32_t seen = 0;
   for (;;) {
     // Spin for a while (cheap wake-up during a busy decode step), then sleep on the futex.
     auto spin_start = std::chrono::steady_clock::now();

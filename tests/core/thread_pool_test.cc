@@ -1,0 +1,67 @@
+#include "core/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace deepinfer {
+namespace {
+
+TEST(ThreadPool, PartitionCoversRangeInGrainMultiples) {
+  for (int n_threads : {1, 2, 3, 7}) {
+    for (int64_t n : {0, 1, 5, 64, 100, 1000}) {
+      for (int64_t grain : {1, 16, 64}) {
+        int64_t expect_begin = 0;
+        for (int t = 0; t < n_threads; ++t) {
+          auto [b, e] = ThreadPool::Partition(n, grain, t, n_threads);
+          EXPECT_EQ(b, expect_begin);
+          EXPECT_LE(b, e);
+          if (e < n) {
+            EXPECT_EQ(e % grain, 0);
+          }
+          expect_begin = e;
+        }
+        EXPECT_EQ(expect_begin, n);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, RunCallsEveryThreadOnceEachTime) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::atomic<int>> hits(3);
+    pool.Run([&](int t) { hits[t].fetch_add(1); });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+}
+
+TEST(ThreadPool, ParallelForVisitsEachIndexOnce) {
+  ThreadPool pool(2);
+  std::vector<int> seen(1000, 0);
+  pool.ParallelFor(1000, 8, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) ++seen[i];
+  });
+  for (int v : seen) EXPECT_EQ(v, 1);
+}
+
+TEST(ThreadPool, WakesAfterWorkersFellAsleep) {
+  ThreadPool pool(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // past the spin window
+  std::atomic<int> count{0};
+  pool.Run([&](int) { count.fetch_add(1); });
+  EXPECT_EQ(count.load(), 2);
+}
+
+TEST(ThreadPool, DestroysCleanlyWhileWorkersSleep) {
+  auto pool = std::make_unique<ThreadPool>(4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  pool.reset();  // must not hang
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace deepinfer

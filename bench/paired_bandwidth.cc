@@ -41,8 +41,8 @@ PairedReader::PairedReader(size_t bytes_per_call)
 }
 
 double PairedReader::ReadSlice() {
-  auto* base = reinterpret_cast<const uint8_t*>(
-      (reinterpret_cast<uintptr_t>(buffer_.data()) + 63) & ~uintptr_t{63});
+  auto* base = reinterpret_cast<const uint8_t*>((reinterpret_cast<uintptr_t>(buffer_.data()) + 63) &
+                                                ~uintptr_t{63});
   const uint8_t* slice = base + (next_++ % n_slices_) * slice_bytes_;
   ThreadPool& pool = ThreadPool::Default();
   std::vector<uint64_t> sink(pool.size() * 8);

@@ -8,7 +8,9 @@
 
 namespace deepinfer {
 
-inline float Bf16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline float Bf16ToFloat(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 inline uint16_t FloatToBf16(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);

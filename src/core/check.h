@@ -27,8 +27,8 @@ struct Voidify {
 
 }  // namespace deepinfer::internal
 
-#define CHECK(cond)                 \
-  (cond) ? (void)0                  \
+#define CHECK(cond)                           \
+  (cond) ? (void)0                            \
          : ::deepinfer::internal::Voidify() & \
                ::deepinfer::internal::CheckFailure(__FILE__, __LINE__, #cond)
 #define CHECK_EQ(a, b) CHECK((a) == (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "

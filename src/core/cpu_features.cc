@@ -33,13 +33,15 @@ CpuFeatures Probe() {
   f.avx512_vbmi = f.avx512_core && (c & (1u << 1));
   f.avx512_vnni = f.avx512_core && (c & (1u << 11));
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
-  if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) f.avx512_bf16 = f.avx512_core && (a1 & (1u << 5));
+  if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1))
+    f.avx512_bf16 = f.avx512_core && (a1 & (1u << 5));
   return f;
 }
 }  // namespace
 
 CpuLevel CpuFeatures::BestLevel() const {
-  if (avx512_core && avx512_bf16 && avx512_vbmi && avx512_vnni && avx2_fma) return CpuLevel::kAvx512;
+  if (avx512_core && avx512_bf16 && avx512_vbmi && avx512_vnni && avx2_fma)
+    return CpuLevel::kAvx512;
   if (avx2_fma) return CpuLevel::kAvx2;
   return CpuLevel::kScalar;
 }
@@ -65,9 +67,12 @@ CpuLevel ActiveCpuLevel() {
 
 const char* CpuLevelName(CpuLevel level) {
   switch (level) {
-    case CpuLevel::kScalar: return "scalar";
-    case CpuLevel::kAvx2: return "avx2";
-    case CpuLevel::kAvx512: return "avx512";
+    case CpuLevel::kScalar:
+      return "scalar";
+    case CpuLevel::kAvx2:
+      return "avx2";
+    case CpuLevel::kAvx512:
+      return "avx512";
   }
   return "?";
 }

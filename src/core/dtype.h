@@ -10,8 +10,19 @@
 namespace deepinfer {
 
 enum class DType : uint8_t {
-  kBool, kU8, kI8, kI16, kU16, kI32, kU32, kI64, kU64,
-  kF16, kBF16, kF32, kF64,
+  kBool,
+  kU8,
+  kI8,
+  kI16,
+  kU16,
+  kI32,
+  kU32,
+  kI64,
+  kU64,
+  kF16,
+  kBF16,
+  kF32,
+  kF64,
   kF8E4M3,  // float8_e4m3fn (FP8 weights, Engram table)
   kF8E8M0,  // float8_e8m0fnu (ue8m0 block scales)
 };

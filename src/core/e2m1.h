@@ -24,14 +24,22 @@ inline uint8_t FloatToE2m1(float x) {
   const float a = negative ? -x : x;
   uint8_t code;
   // Midpoints between neighbours; at a tie the even code wins (<= or < picks it).
-  if (!(a > 0.25f)) code = 0;        // also NaN
-  else if (a < 0.75f) code = 1;
-  else if (a <= 1.25f) code = 2;
-  else if (a < 1.75f) code = 3;
-  else if (a <= 2.5f) code = 4;
-  else if (a < 3.5f) code = 5;
-  else if (a <= 5.0f) code = 6;
-  else code = 7;
+  if (!(a > 0.25f))
+    code = 0;  // also NaN
+  else if (a < 0.75f)
+    code = 1;
+  else if (a <= 1.25f)
+    code = 2;
+  else if (a < 1.75f)
+    code = 3;
+  else if (a <= 2.5f)
+    code = 4;
+  else if (a < 3.5f)
+    code = 5;
+  else if (a <= 5.0f)
+    code = 6;
+  else
+    code = 7;
   return static_cast<uint8_t>(code | (negative ? 8 : 0));
 }
 

@@ -31,16 +31,16 @@ inline uint8_t FloatToE4m3(float x) {
   uint32_t u = std::bit_cast<uint32_t>(x);
   const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
   u &= 0x7FFFFFFFu;
-  if (u > 0x7F800000u) return sign | 0x7F;             // NaN
-  if (u >= 0x43E00000u) return sign | 0x7E;            // >= 448 (incl. inf): saturate
-  if (u < 0x3C800000u) {                               // < 2^-6: subnormal grid of 2^-9
-    const float scaled = std::bit_cast<float>(u) * 512.0f;  // exact (power-of-two scaling)
+  if (u > 0x7F800000u) return sign | 0x7F;                       // NaN
+  if (u >= 0x43E00000u) return sign | 0x7E;                      // >= 448 (incl. inf): saturate
+  if (u < 0x3C800000u) {                                         // < 2^-6: subnormal grid of 2^-9
+    const float scaled = std::bit_cast<float>(u) * 512.0f;       // exact (power-of-two scaling)
     return sign | static_cast<uint8_t>(std::nearbyint(scaled));  // RNE; 8 → code 0x08 = 2^-6
   }
   // Normal: round the 23-bit mantissa to 3 bits, ties to even; a carry bumps the exponent.
   u += 0x7FFFFu + ((u >> 20) & 1u);
   u &= ~0xFFFFFu;
-  if (u > 0x43E00000u) return sign | 0x7E;             // rounded past 448: saturate
+  if (u > 0x43E00000u) return sign | 0x7E;  // rounded past 448: saturate
   const uint32_t exp = (u >> 23) - 120u;
   return sign | static_cast<uint8_t>((exp << 3) | ((u >> 20) & 7u));
 }

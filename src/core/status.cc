@@ -5,14 +5,22 @@ namespace deepinfer {
 namespace {
 const char* CodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kDataLoss: return "data loss";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kUnimplemented: return "unimplemented";
-    case StatusCode::kResourceExhausted: return "resource exhausted";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kDataLoss:
+      return "data loss";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
+    case StatusCode::kResourceExhausted:
+      return "resource exhausted";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

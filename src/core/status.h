@@ -14,8 +14,16 @@
 
 namespace deepinfer {
 
-enum class StatusCode { kOk, kInvalidArgument, kNotFound, kDataLoss, kOutOfRange, kUnimplemented,
-                        kResourceExhausted, kInternal };
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,
+  kNotFound,
+  kDataLoss,
+  kOutOfRange,
+  kUnimplemented,
+  kResourceExhausted,
+  kInternal
+};
 
 class [[nodiscard]] Status {
  public:
@@ -33,7 +41,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
@@ -51,9 +61,18 @@ class [[nodiscard]] StatusOr {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { CHECK(ok()) << status_.ToString(); return *value_; }
-  const T& value() const& { CHECK(ok()) << status_.ToString(); return *value_; }
-  T&& value() && { CHECK(ok()) << status_.ToString(); return std::move(*value_); }
+  T& value() & {
+    CHECK(ok()) << status_.ToString();
+    return *value_;
+  }
+  const T& value() const& {
+    CHECK(ok()) << status_.ToString();
+    return *value_;
+  }
+  T&& value() && {
+    CHECK(ok()) << status_.ToString();
+    return std::move(*value_);
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -67,16 +86,17 @@ class [[nodiscard]] StatusOr {
 }  // namespace deepinfer
 
 // Propagate an error Status from an expression returning Status.
-#define DI_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::deepinfer::Status di_status_ = (expr);     \
-    if (!di_status_.ok()) return di_status_;     \
+#define DI_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::deepinfer::Status di_status_ = (expr); \
+    if (!di_status_.ok()) return di_status_; \
   } while (0)
 
 #define DI_CONCAT_INNER(a, b) a##b
 #define DI_CONCAT(a, b) DI_CONCAT_INNER(a, b)
 // DI_ASSIGN_OR_RETURN(auto x, Foo()): x = value of Foo(), or return its error.
-#define DI_ASSIGN_OR_RETURN(lhs, expr) DI_ASSIGN_OR_RETURN_IMPL(DI_CONCAT(di_or_, __LINE__), lhs, expr)
+#define DI_ASSIGN_OR_RETURN(lhs, expr) \
+  DI_ASSIGN_OR_RETURN_IMPL(DI_CONCAT(di_or_, __LINE__), lhs, expr)
 #define DI_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return tmp.status();            \

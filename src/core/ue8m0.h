@@ -20,11 +20,11 @@ inline float Ue8m0ToFloat(uint8_t code) {
 
 inline uint8_t FloatToUe8m0(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
-  if (u >= 0x7F800000u) return 0xFF;         // NaN, +inf, and every negative value (sign bit set)
-  if (u <= 0x00400000u) return 0;            // <= 2^-127 (including +0)
-  if (u < 0x00800000u) return 1;             // subnormal in (2^-127, 2^-126)
+  if (u >= 0x7F800000u) return 0xFF;  // NaN, +inf, and every negative value (sign bit set)
+  if (u <= 0x00400000u) return 0;     // <= 2^-127 (including +0)
+  if (u < 0x00800000u) return 1;      // subnormal in (2^-127, 2^-126)
   uint32_t exp = u >> 23;
-  if ((u & 0x7FFFFFu) != 0) ++exp;           // not a power of two: round up
+  if ((u & 0x7FFFFFu) != 0) ++exp;  // not a power of two: round up
   return exp > 254 ? 254 : static_cast<uint8_t>(exp);
 }
 

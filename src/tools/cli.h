@@ -1,7 +1,7 @@
 // The `deepinfer` command line: one subcommand per file (cmd_*.cc), registered here.
 #pragma once
 
-namespace CLI {
+namespace CLI {  // NOLINT(readability-identifier-naming): the library's own name
 class App;
 }
 

@@ -124,7 +124,7 @@ TEST(E4m3, EncodeRandomFloatsMatchBruteForce) {
 TEST(E4m3, SaturatesAndKeepsNan) {
   EXPECT_EQ(FloatToE4m3(448.0f), 0x7E);
   EXPECT_EQ(FloatToE4m3(463.99f), 0x7E);
-  EXPECT_EQ(FloatToE4m3(464.0f), 0x7E);   // would round to 480 without saturation
+  EXPECT_EQ(FloatToE4m3(464.0f), 0x7E);  // would round to 480 without saturation
   EXPECT_EQ(FloatToE4m3(1e30f), 0x7E);
   EXPECT_EQ(FloatToE4m3(-1e30f), 0xFE);
   EXPECT_EQ(FloatToE4m3(std::numeric_limits<float>::infinity()), 0x7E);
@@ -169,7 +169,8 @@ TEST(Ue8m0, EncodeRoundsUpToPowerOfTwo) {
 }
 
 TEST(ExactPow2, CoversNormalRange) {
-  for (int e = -126; e <= 127; ++e) EXPECT_EQ(static_cast<double>(ExactPow2(e)), std::ldexp(1.0, e));
+  for (int e = -126; e <= 127; ++e)
+    EXPECT_EQ(static_cast<double>(ExactPow2(e)), std::ldexp(1.0, e));
 }
 
 // Brute-force e2m1 encoder: nearest of the 8 magnitudes after clamping to 6, ties to even code.
@@ -188,7 +189,8 @@ uint8_t E2m1EncodeBruteForce(float x) {
 }
 
 TEST(E2m1, DecodeEveryCodeAndRoundTrip) {
-  const float expected[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  const float expected[16] = {0,     0.5f,  1,  1.5f,  2,  3,  4,  6,
+                              -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
   for (int c = 0; c < 16; ++c) {
     const float f = E2m1ToFloat(static_cast<uint8_t>(c));
     EXPECT_EQ(f, expected[c]) << c;

@@ -21,4 +21,11 @@ void QuantizeActE4m3Ref(const uint16_t* x, int64_t k, uint8_t* codes, float* sca
 // x: k bf16 values (k % 32 == 0). out: k bf16 values q·s (the scaled activations).
 void QuantizeActScaledBf16Ref(const uint16_t* x, int64_t k, uint16_t* out);
 
+// Same contract and bit-identical output for every finite input (tested); NaN/inf inputs give
+// unspecified (but memory-safe) output. Requires AVX-512 (ActiveCpuLevel() == kAvx512).
+void QuantizeActScaledBf16Avx512(const uint16_t* x, int64_t k, uint16_t* out);
+
+// Picks the fastest implementation for the active CPU level.
+void QuantizeActScaledBf16(const uint16_t* x, int64_t k, uint16_t* out);
+
 }  // namespace deepinfer::kernels

@@ -1,0 +1,44 @@
+#include "kernels/cpu/rmsnorm.h"
+
+#include <cmath>
+
+#include "core/bf16.h"
+#include "core/check.h"
+#include "core/cpu_features.h"
+
+namespace deepinfer::kernels {
+
+float RmsNormFactorRef(const uint16_t* x, int64_t dim, float eps) {
+  float lanes[64] = {};
+  for (int64_t i = 0; i < dim; ++i) {
+    const float v = Bf16ToFloat(x[i]);
+    lanes[i % 64] += v * v;
+  }
+  for (int w = 32; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  }
+  const float mean = lanes[0] / static_cast<float>(dim);
+  return 1.0f / std::sqrt(mean + eps);
+}
+
+void RmsNormRef(const RmsNormParams& p) {
+  CHECK(p.dim > 0) << "RmsNorm: dim must be positive";
+  for (int64_t r = 0; r < p.n_rows; ++r) {
+    const uint16_t* x = p.x + r * p.x_stride;
+    uint16_t* y = p.y + r * p.y_stride;
+    const float f = RmsNormFactorRef(x, p.dim, p.eps);
+    for (int64_t i = 0; i < p.dim; ++i) {
+      y[i] = FloatToBf16(Bf16ToFloat(p.weight[i]) * (Bf16ToFloat(x[i]) * f));
+    }
+  }
+}
+
+void RmsNorm(const RmsNormParams& p) {
+  if (ActiveCpuLevel() == CpuLevel::kAvx512) {
+    RmsNormAvx512(p);
+  } else {
+    RmsNormRef(p);
+  }
+}
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,102 @@
+// RMSNorm: scalar reference vs a double-precision expectation, AVX-512 vs scalar bit for bit.
+#include "kernels/cpu/rmsnorm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/cpu_features.h"
+
+namespace deepinfer::kernels {
+namespace {
+
+std::vector<uint16_t> RandomBf16(size_t n, float stddev, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, stddev);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = FloatToBf16(dist(rng));
+  return v;
+}
+
+RmsNormParams Params(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w,
+                     std::vector<uint16_t>& y, int64_t rows, int64_t dim) {
+  RmsNormParams p;
+  p.x = x.data();
+  p.x_stride = dim;
+  p.weight = w.data();
+  p.y = y.data();
+  p.y_stride = dim;
+  p.n_rows = rows;
+  p.dim = dim;
+  p.eps = 1e-20f;
+  return p;
+}
+
+TEST(RmsNormTest, ReferenceMatchesDoublePrecision) {
+  const int64_t rows = 8, dim = 5120;
+  auto x = RandomBf16(rows * dim, 3.0f, 1);
+  auto w = RandomBf16(dim, 0.2f, 2);
+  std::vector<uint16_t> y(rows * dim);
+  RmsNormRef(Params(x, w, y, rows, dim));
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < dim; ++i) ss += std::pow(Bf16ToFloat(x[r * dim + i]), 2);
+    const double f = 1.0 / std::sqrt(ss / dim + 1e-20);
+    for (int64_t i = 0; i < dim; ++i) {
+      const double want = Bf16ToFloat(w[i]) * Bf16ToFloat(x[r * dim + i]) * f;
+      const double got = Bf16ToFloat(y[r * dim + i]);
+      // One bf16 rounding of the output (2^-9 relative) plus a few fp32 ulps before it.
+      EXPECT_NEAR(got, want, std::fabs(want) * (0x1p-8) + 1e-30) << r << "," << i;
+    }
+  }
+}
+
+TEST(RmsNormTest, TinyEpsKeepsZeroRowFinite) {
+  // eps = 1e-20 as fp32 keeps rsqrt finite for an all-zero row; output is zero.
+  std::vector<uint16_t> x(64, 0), w(64, FloatToBf16(1.0f)), y(64, 0xFFFF);
+  RmsNormRef(Params(x, w, y, 1, 64));
+  for (uint16_t v : y) EXPECT_EQ(v, 0);
+}
+
+TEST(RmsNormTest, Avx512BitIdenticalToReference) {
+  if (ActiveCpuLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512";
+  for (int64_t dim : {1, 15, 16, 64, 100, 448, 512, 1280, 5120, 5121}) {
+    const int64_t rows = 5;
+    auto x = RandomBf16(rows * dim, 1.5f, static_cast<uint32_t>(dim));
+    auto w = RandomBf16(dim, 0.5f, static_cast<uint32_t>(dim + 7));
+    std::vector<uint16_t> y_ref(rows * dim), y_vec(rows * dim);
+    RmsNormRef(Params(x, w, y_ref, rows, dim));
+    RmsNormAvx512(Params(x, w, y_vec, rows, dim));
+    EXPECT_EQ(y_ref, y_vec) << "dim " << dim;
+  }
+}
+
+TEST(RmsNormTest, RowResultIndependentOfBatch) {
+  const int64_t rows = 7, dim = 5120;
+  auto x = RandomBf16(rows * dim, 1.0f, 11);
+  auto w = RandomBf16(dim, 0.5f, 12);
+  std::vector<uint16_t> all(rows * dim), one(dim);
+  RmsNorm(Params(x, w, all, rows, dim));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<uint16_t> xr(x.begin() + r * dim, x.begin() + (r + 1) * dim);
+    RmsNorm(Params(xr, w, one, 1, dim));
+    EXPECT_TRUE(std::equal(one.begin(), one.end(), all.begin() + r * dim)) << "row " << r;
+  }
+}
+
+TEST(RmsNormTest, InPlace) {
+  const int64_t dim = 512;
+  auto x = RandomBf16(dim, 1.0f, 3);
+  auto w = RandomBf16(dim, 0.5f, 4);
+  std::vector<uint16_t> y(dim);
+  RmsNorm(Params(x, w, y, 1, dim));
+  RmsNormParams p = Params(x, w, x, 1, dim);
+  RmsNorm(p);
+  EXPECT_EQ(x, y);
+}
+
+}  // namespace
+}  // namespace deepinfer::kernels

@@ -1,0 +1,45 @@
+// AlignedBuffer<T>: a fixed-size, 64-byte aligned, uninitialised heap array (cache-line and zmm
+// aligned). Used for repacked weights and per-thread kernel scratch; it grows only through
+// EnsureSize, so steady-state kernel calls allocate nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+namespace deepinfer::kernels {
+
+template <typename T>
+class AlignedBuffer {
+ public:
+  static constexpr size_t kAlign = 64;
+
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t n) { EnsureSize(n); }
+
+  // Makes room for at least n elements; old contents are not kept when it reallocates.
+  void EnsureSize(size_t n) {
+    if (n <= size_) return;
+    const size_t bytes = (n * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+    void* p = std::aligned_alloc(kAlign, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    data_.reset(static_cast<T*>(p));
+    size_ = n;
+  }
+
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return data_.get()[i]; }
+  const T& operator[](size_t i) const { return data_.get()[i]; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
+  size_t size_ = 0;
+};
+
+}  // namespace deepinfer::kernels

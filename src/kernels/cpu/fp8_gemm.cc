@@ -1,0 +1,85 @@
+// Entry points of the dense FP8 GEMM: argument checks, activation quantization, ISA dispatch.
+#include "kernels/cpu/fp8_gemm.h"
+
+#include <string>
+
+#include "core/cpu_features.h"
+#include "kernels/cpu/act_quant.h"
+#include "kernels/cpu/aligned_buffer.h"
+#include "kernels/cpu/fp8_gemm_internal.h"
+
+namespace deepinfer::kernels {
+
+namespace {
+// Rows per parallel quantization region worth a fork/join (~1 µs per 5120-wide row).
+constexpr int64_t kQuantRowsPerThread = 16;
+}  // namespace
+
+Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool& pool) {
+  if (params.m <= 0) return Status::Ok();
+  if (params.x == nullptr || params.out == nullptr) return InvalidArgument("Fp8Gemm: null x/out");
+  if (w.n <= 0 || w.codes.data() == nullptr) return InvalidArgument("Fp8Gemm: empty weights");
+  if (params.ldx < w.k || params.ldo < w.n) {
+    return InvalidArgument(
+        "Fp8Gemm: ldx=" + std::to_string(params.ldx) + " must be >= k=" + std::to_string(w.k) +
+        " and ldo=" + std::to_string(params.ldo) + " >= n=" + std::to_string(w.n));
+  }
+  const uint16_t* xq = params.x;
+  int64_t ldq = params.ldx;
+  thread_local AlignedBuffer<uint16_t> xq_buf;
+  if (params.x_kind == ActKind::kRawBf16) {
+    xq_buf.EnsureSize(static_cast<size_t>(params.m * w.k));
+    uint16_t* dst = xq_buf.data();
+    auto quantize = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        QuantizeActScaledBf16(params.x + r * params.ldx, w.k, dst + r * w.k);
+      }
+    };
+    if (params.m >= 2 * kQuantRowsPerThread) {
+      pool.ParallelFor(params.m, kQuantRowsPerThread, quantize);
+    } else {
+      quantize(0, params.m);
+    }
+    xq = dst;
+    ldq = w.k;
+  }
+  const fp8_internal::OutView out{params.out, params.ldo, params.out_dtype};
+  switch (ActiveCpuLevel()) {
+    case CpuLevel::kAvx512:
+      fp8_internal::Fp8GemmAvx512(xq, params.m, ldq, w, out, pool);
+      break;
+    case CpuLevel::kAvx2:
+      fp8_internal::Fp8GemmAvx2(xq, params.m, ldq, w, out, pool);
+      break;
+    case CpuLevel::kScalar:
+      fp8_internal::Fp8GemmScalar(xq, params.m, ldq, w, out, pool);
+      break;
+  }
+  return Status::Ok();
+}
+
+Status Fp8GemmBf16(const uint16_t* x, int64_t m, const PackedFp8Matrix& w, uint16_t* out,
+                   ThreadPool& pool) {
+  Fp8GemmParams p;
+  p.x = x;
+  p.m = m;
+  p.ldx = w.k;
+  p.out = out;
+  p.ldo = w.n;
+  p.out_dtype = OutDtype::kBf16;
+  return Fp8Gemm(p, w, pool);
+}
+
+Status Fp8GemmF32(const uint16_t* x, int64_t m, const PackedFp8Matrix& w, float* out,
+                  ThreadPool& pool) {
+  Fp8GemmParams p;
+  p.x = x;
+  p.m = m;
+  p.ldx = w.k;
+  p.out = out;
+  p.ldo = w.n;
+  p.out_dtype = OutDtype::kF32;
+  return Fp8Gemm(p, w, pool);
+}
+
+}  // namespace deepinfer::kernels

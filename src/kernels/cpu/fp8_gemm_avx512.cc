@@ -1,0 +1,134 @@
+// AVX-512 FP8 driver and the panel GEMM for large m.
+//
+// Panel GEMM (m > kGemvMaxRows): threads split N into 32-column units (one 32-row tile of W, so
+// one weight scale per K block). Per unit the weights are decoded once over the full K into an
+// L2-resident bf16 panel [K/2][32] (327 KB at K = 5120); then for each 14-row tile of A
+// ([K/2][14] bf16 pairs, packed once per call) the MR14 x NR32 microkernel runs 28 `vdpbf16ps`
+// accumulators per K block, restarted every block and folded with one FMA by the block scale into
+// a contiguous 14x32 fp32 scratch tile in L1 (not into C rows 32 KB apart: L1 set conflicts).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/act_pack.h"
+#include "kernels/cpu/aligned_buffer.h"
+#include "kernels/cpu/fp8_decode_avx512.h"
+#include "kernels/cpu/fp8_gemm_internal.h"
+
+namespace deepinfer::kernels::fp8_internal {
+
+namespace {
+
+constexpr int kMr = 14;
+constexpr int kNr = 32;
+
+// Decodes the 32-row half h of panel p over all K into bp [K/2][32] bf16 pairs.
+void ConvertHalfPanel(const PackedFp8Matrix& w, int64_t p, int h, uint32_t* bp) {
+  const E4m3Lut lut = LoadE4m3Lut();
+  const uint8_t* codes = w.PanelCodes(p);
+  const int64_t kb = w.k_blocks();
+  for (int64_t b = 0; b < kb; ++b) {
+    const uint8_t* blk = codes + b * kFp8BlockBytes;
+    uint32_t* dst = bp + b * 16 * kNr;
+    for (int s = 0; s < 8; ++s) {
+      for (int gi = 0; gi < 2; ++gi) {
+        __m512i r0, r1;
+        DecodeChunk(lut, _mm512_load_si512(blk + (s * 4 + 2 * h + gi) * kFp8ChunkBytes), r0, r1);
+        _mm512_store_si512(dst + (2 * s) * kNr + gi * 16, r0);
+        _mm512_store_si512(dst + (2 * s + 1) * kNr + gi * 16, r1);
+      }
+    }
+  }
+}
+
+// scratch[14][32] = Σ_b fma(blocksum_b, sw_b, ·) for one A tile and one B half-panel.
+// a: [K/2][14] pairs, bp: [K/2][32] pairs, sc: panel scales [kb][2] of half h.
+void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int h, int64_t kb,
+              float* scratch) {
+  for (int i = 0; i < kMr * kNr; i += 16) _mm512_store_ps(scratch + i, _mm512_setzero_ps());
+  for (int64_t b = 0; b < kb; ++b) {
+    __m512 acc[kMr][2];
+#pragma GCC unroll 14
+    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    const uint32_t* ab = a + b * 16 * kMr;
+    const uint32_t* bb = bp + b * 16 * kNr;
+#pragma GCC unroll 2
+    for (int j = 0; j < 16; ++j) {
+      const __m512i b0 = _mm512_load_si512(bb + j * kNr);
+      const __m512i b1 = _mm512_load_si512(bb + j * kNr + 16);
+#pragma GCC unroll 14
+      for (int r = 0; r < kMr; ++r) {
+        const __m512i x = _mm512_set1_epi32(static_cast<int>(ab[j * kMr + r]));
+        acc[r][0] = Dp(acc[r][0], b0, x);
+        acc[r][1] = Dp(acc[r][1], b1, x);
+      }
+    }
+    const __m512 sw = _mm512_set1_ps(sc[b * 2 + h]);
+#pragma GCC unroll 14
+    for (int r = 0; r < kMr; ++r) {
+      float* t = scratch + r * kNr;
+      _mm512_store_ps(t, _mm512_fmadd_ps(acc[r][0], sw, _mm512_load_ps(t)));
+      _mm512_store_ps(t + 16, _mm512_fmadd_ps(acc[r][1], sw, _mm512_load_ps(t + 16)));
+    }
+  }
+}
+
+void PanelGemm(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matrix& w,
+               const OutView& out, ThreadPool& pool) {
+  const int64_t pairs = w.k / 2;
+  const int64_t tiles = (m + kMr - 1) / kMr;
+  thread_local AlignedBuffer<uint32_t> a_packed;
+  a_packed.EnsureSize(static_cast<size_t>(tiles * pairs * kMr));
+  uint32_t* a = a_packed.data();
+  pool.ParallelFor(tiles, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t rows = std::min<int64_t>(kMr, m - t * kMr);
+      PackActTile(xq + t * kMr * ldx, rows, ldx, w.k, kMr, a + t * pairs * kMr);
+    }
+  });
+  const int64_t units = (w.n + kNr - 1) / kNr;
+  pool.ParallelFor(units, 1, [&](int64_t u0, int64_t u1) {
+    thread_local AlignedBuffer<uint32_t> bp;
+    bp.EnsureSize(static_cast<size_t>(pairs * kNr));
+    alignas(64) float scratch[kMr * kNr];
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t p = u / 2;
+      const int h = static_cast<int>(u % 2);
+      ConvertHalfPanel(w, p, h, bp.data());
+      const int64_t n_valid = std::min<int64_t>(kNr, w.n - u * kNr);
+      for (int64_t t = 0; t < tiles; ++t) {
+        GemmTile(a + t * pairs * kMr, bp.data(), w.PanelScales(p), h, w.k_blocks(), scratch);
+        const int64_t rows = std::min<int64_t>(kMr, m - t * kMr);
+        for (int64_t r = 0; r < rows; ++r) {
+          StoreRow16(out, t * kMr + r, u * kNr, _mm512_load_ps(scratch + r * kNr),
+                     std::min<int64_t>(n_valid, 16));
+          if (n_valid > 16) {
+            StoreRow16(out, t * kMr + r, u * kNr + 16, _mm512_load_ps(scratch + r * kNr + 16),
+                       n_valid - 16);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void Fp8GemmAvx512(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matrix& w,
+                   const OutView& out, ThreadPool& pool, Avx512Path path) {
+  if (path == Avx512Path::kGemm || (path == Avx512Path::kAuto && m > kGemvMaxRows)) {
+    PanelGemm(xq, m, ldx, w, out, pool);
+    return;
+  }
+  const int64_t pairs = w.k / 2;
+  thread_local AlignedBuffer<uint32_t> xp_buf;
+  xp_buf.EnsureSize(static_cast<size_t>(m * pairs));
+  uint32_t* xp = xp_buf.data();
+  for (int64_t r0 = 0; r0 < m; r0 += 8) {
+    PackActPairs(xq + r0 * ldx, std::min<int64_t>(8, m - r0), ldx, w.k, xp + r0 * pairs);
+  }
+  pool.ParallelFor(w.n_panels, 1,
+                   [&](int64_t p0, int64_t p1) { Fp8GemvPanelsAvx512(xp, m, w, p0, p1, out); });
+}
+
+}  // namespace deepinfer::kernels::fp8_internal

@@ -1,0 +1,327 @@
+// Dense FP8 GEMM: every path (AVX-512 GEMV / GEMV-M / panel GEMM, AVX2, scalar) against the
+// scalar reference built from the unpacked tensors, bit for bit; batch and thread-count
+// invariance; and a float64 dequantized check with a stated error bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/cpu_features.h"
+#include "core/e4m3.h"
+#include "core/thread_pool.h"
+#include "core/ue8m0.h"
+#include "kernels/cpu/act_quant.h"
+#include "kernels/cpu/fp8_gemm.h"
+#include "kernels/cpu/fp8_gemm_internal.h"
+#include "kernels/cpu/fp8_gemm_ref.h"
+
+namespace deepinfer::kernels {
+namespace {
+
+using fp8_internal::Avx512Path;
+using fp8_internal::OutView;
+
+bool HaveAvx512() { return GetCpuFeatures().BestLevel() == CpuLevel::kAvx512; }
+bool HaveAvx2() { return GetCpuFeatures().avx2_fma; }
+
+struct Weights {
+  int64_t n, k;
+  std::vector<uint8_t> codes, scales;
+};
+
+// Random finite e4m3 codes (all 254 equally likely, so subnormals, ±0 and ±448 all occur), with
+// runs of zeros; scale codes in [lo, hi].
+Weights RandomWeights(int64_t n, int64_t k, uint32_t seed, int scale_lo = 112, int scale_hi = 132) {
+  std::mt19937 rng(seed);
+  Weights w{n, k, std::vector<uint8_t>(n * k), std::vector<uint8_t>(((n + 31) / 32) * (k / 32))};
+  for (auto& c : w.codes) {
+    uint8_t v;
+    do v = static_cast<uint8_t>(rng());
+    while ((v & 0x7F) == 0x7F);
+    c = v;
+  }
+  for (int64_t i = 0; i < n * k; i += 97) w.codes[i] = 0;
+  std::uniform_int_distribution<int> sc(scale_lo, scale_hi);
+  for (auto& s : w.scales) s = static_cast<uint8_t>(sc(rng));
+  return w;
+}
+
+// Raw bf16 activations with per-32-block magnitudes spanning many binades, zero blocks and
+// outliers.
+std::vector<uint16_t> RandomActs(int64_t m, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> binade(-24, 12);
+  std::vector<uint16_t> x(m * k);
+  for (int64_t b = 0; b < m * k / 32; ++b) {
+    const float s = std::ldexp(1.0f, binade(rng));
+    const int kind = static_cast<int>(rng() % 16);
+    for (int i = 0; i < 32; ++i) {
+      float v = normal(rng) * s;
+      if (kind == 0) v = 0.0f;
+      if (kind == 1 && i == 5) v *= 300.0f;
+      x[b * 32 + i] = FloatToBf16(v);
+    }
+  }
+  return x;
+}
+
+std::vector<uint16_t> Quantize(const std::vector<uint16_t>& x, int64_t m, int64_t k) {
+  std::vector<uint16_t> xq(m * k);
+  for (int64_t i = 0; i < m; ++i) QuantizeActScaledBf16Ref(x.data() + i * k, k, xq.data() + i * k);
+  return xq;
+}
+
+PackedFp8Matrix Pack(const Weights& w) {
+  auto packed = PackFp8Matrix(w.codes.data(), w.scales.data(), w.n, w.k);
+  EXPECT_TRUE(packed.ok()) << packed.status().ToString();
+  return std::move(packed).value();
+}
+
+enum class PathId { kAvx512Auto, kAvx512Gemv, kAvx512Gemm, kAvx2, kScalar };
+
+// Runs one internal path on scaled activations; returns fp32 and bf16 outputs [m][n].
+void RunPath(PathId path, const std::vector<uint16_t>& xq, int64_t m, const PackedFp8Matrix& w,
+             ThreadPool& pool, std::vector<float>* f32, std::vector<uint16_t>* bf16) {
+  f32->assign(m * w.n, std::nanf(""));
+  bf16->assign(m * w.n, 0xFFFF);
+  for (int pass = 0; pass < 2; ++pass) {
+    OutView out = pass == 0 ? OutView{f32->data(), w.n, OutDtype::kF32}
+                            : OutView{bf16->data(), w.n, OutDtype::kBf16};
+    switch (path) {
+      case PathId::kAvx512Auto:
+        fp8_internal::Fp8GemmAvx512(xq.data(), m, w.k, w, out, pool, Avx512Path::kAuto);
+        break;
+      case PathId::kAvx512Gemv:
+        fp8_internal::Fp8GemmAvx512(xq.data(), m, w.k, w, out, pool, Avx512Path::kGemv);
+        break;
+      case PathId::kAvx512Gemm:
+        fp8_internal::Fp8GemmAvx512(xq.data(), m, w.k, w, out, pool, Avx512Path::kGemm);
+        break;
+      case PathId::kAvx2:
+        fp8_internal::Fp8GemmAvx2(xq.data(), m, w.k, w, out, pool);
+        break;
+      case PathId::kScalar:
+        fp8_internal::Fp8GemmScalar(xq.data(), m, w.k, w, out, pool);
+        break;
+    }
+  }
+}
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+void ExpectBitExact(const std::vector<float>& ref, const std::vector<float>& f32,
+                    const std::vector<uint16_t>& bf16, int64_t n, const char* what) {
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_EQ(Bits(ref[i]), Bits(f32[i])) << what << ": fp32 (m, n) = (" << i / n << ", " << i % n
+                                          << ") ref " << ref[i] << " got " << f32[i];
+    ASSERT_EQ(FloatToBf16(ref[i]), bf16[i])
+        << what << ": bf16 (m, n) = (" << i / n << ", " << i % n << ")";
+  }
+}
+
+std::vector<PathId> AvailablePaths() {
+  std::vector<PathId> paths = {PathId::kScalar};
+  if (HaveAvx2()) paths.push_back(PathId::kAvx2);
+  if (HaveAvx512()) {
+    paths.push_back(PathId::kAvx512Auto);
+    paths.push_back(PathId::kAvx512Gemv);
+    paths.push_back(PathId::kAvx512Gemm);
+  }
+  return paths;
+}
+
+const char* PathName(PathId p) {
+  switch (p) {
+    case PathId::kAvx512Auto:
+      return "avx512-auto";
+    case PathId::kAvx512Gemv:
+      return "avx512-gemv";
+    case PathId::kAvx512Gemm:
+      return "avx512-gemm";
+    case PathId::kAvx2:
+      return "avx2";
+    case PathId::kScalar:
+      return "scalar";
+  }
+  return "?";
+}
+
+TEST(Fp8GemmTest, EveryPathMatchesReferenceBitExact) {
+  ThreadPool pool1(1), pool2(2);
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 1, 32},    {1, 64, 32},  {2, 37, 64},   {3, 100, 96},
+                          {5, 130, 320}, {8, 64, 160}, {9, 200, 64},  {17, 33, 96},
+                          {15, 96, 128}, {49, 70, 64}, {100, 129, 96}};
+  uint32_t seed = 1;
+  for (const Shape& s : shapes) {
+    const Weights wt = RandomWeights(s.n, s.k, seed++);
+    const PackedFp8Matrix w = Pack(wt);
+    const std::vector<uint16_t> xq = Quantize(RandomActs(s.m, s.k, seed++), s.m, s.k);
+    std::vector<float> ref(s.m * s.n);
+    Fp8GemmRefQuantized(xq.data(), s.m, s.k, wt.codes.data(), wt.scales.data(), s.n, ref.data());
+    for (PathId path : AvailablePaths()) {
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        SCOPED_TRACE(testing::Message() << PathName(path) << " m=" << s.m << " n=" << s.n
+                                        << " k=" << s.k << " threads=" << pool->size());
+        std::vector<float> f32;
+        std::vector<uint16_t> bf16;
+        RunPath(path, xq, s.m, w, *pool, &f32, &bf16);
+        ExpectBitExact(ref, f32, bf16, s.n, PathName(path));
+      }
+    }
+  }
+}
+
+TEST(Fp8GemmTest, EveryFiniteCodeAndExtremeScales) {
+  // Each of the 254 finite codes in every position class; scale codes over the whole ue8m0 range
+  // (tiny scales give subnormal totals, which every path must round the same way).
+  ThreadPool pool(2);
+  const int64_t n = 96, k = 512, m = 20;
+  Weights wt = RandomWeights(n, k, 99, 0, 254);
+  int code = 0;
+  for (auto& c : wt.codes) {
+    c = static_cast<uint8_t>(code);
+    code = (code + 1) % 256;
+    if ((code & 0x7F) == 0x7F) code = (code + 1) % 256;
+  }
+  const PackedFp8Matrix w = Pack(wt);
+  const std::vector<uint16_t> xq = Quantize(RandomActs(m, k, 5), m, k);
+  std::vector<float> ref(m * n);
+  Fp8GemmRefQuantized(xq.data(), m, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+  for (PathId path : AvailablePaths()) {
+    SCOPED_TRACE(PathName(path));
+    std::vector<float> f32;
+    std::vector<uint16_t> bf16;
+    RunPath(path, xq, m, w, pool, &f32, &bf16);
+    ExpectBitExact(ref, f32, bf16, n, PathName(path));
+  }
+}
+
+TEST(Fp8GemmTest, BatchAndThreadInvariance) {
+  // A row's output bits must not depend on how many rows share the call (M = 1, 8, 512: GEMV,
+  // GEMV-M and panel GEMM on AVX-512) nor on the thread count.
+  const int64_t n = 200, k = 640, m = 512;
+  const Weights wt = RandomWeights(n, k, 42);
+  const PackedFp8Matrix w = Pack(wt);
+  const std::vector<uint16_t> x = RandomActs(m, k, 43);
+  ThreadPool pool1(1), pool2(2);
+  std::vector<float> full(m * n);
+  ASSERT_TRUE(Fp8GemmF32(x.data(), m, w, full.data(), pool2).ok());
+  for (ThreadPool* pool : {&pool1, &pool2}) {
+    for (int64_t rows : {int64_t{1}, int64_t{8}, int64_t{37}, m}) {
+      for (int64_t r0 = 0; r0 + rows <= m; r0 += (rows == 1 ? 61 : rows)) {
+        std::vector<float> part(rows * n);
+        ASSERT_TRUE(Fp8GemmF32(x.data() + r0 * k, rows, w, part.data(), *pool).ok());
+        for (int64_t i = 0; i < rows * n; ++i) {
+          ASSERT_EQ(Bits(full[r0 * n + i]), Bits(part[i]))
+              << "rows=" << rows << " r0=" << r0 << " threads=" << pool->size() << " at " << i;
+        }
+      }
+    }
+  }
+  // And the full result equals the reference from the unpacked tensors.
+  std::vector<float> ref(m * n);
+  Fp8GemmRef(x.data(), 64, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+  for (int64_t i = 0; i < 64 * n; ++i) ASSERT_EQ(Bits(ref[i]), Bits(full[i])) << i;
+}
+
+TEST(Fp8GemmTest, PublicEntryPointsAndStrides) {
+  ThreadPool pool(2);
+  const int64_t n = 77, k = 96, m = 6, ldx = 130, ldo = 90;
+  const Weights wt = RandomWeights(n, k, 3);
+  const PackedFp8Matrix w = Pack(wt);
+  const std::vector<uint16_t> x = RandomActs(m, k, 4);
+  std::vector<uint16_t> xs(m * ldx, 0x7FC0);  // strided copy; padding is NaN and must be ignored
+  for (int64_t i = 0; i < m; ++i) std::memcpy(&xs[i * ldx], &x[i * k], k * 2);
+  std::vector<float> ref(m * n);
+  Fp8GemmRef(x.data(), m, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+
+  std::vector<uint16_t> out(m * ldo, 0x1234);
+  Fp8GemmParams p;
+  p.x = xs.data();
+  p.m = m;
+  p.ldx = ldx;
+  p.out = out.data();
+  p.ldo = ldo;
+  ASSERT_TRUE(Fp8Gemm(p, w, pool).ok());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ldo; ++j) {
+      if (j < n) {
+        ASSERT_EQ(out[i * ldo + j], FloatToBf16(ref[i * n + j])) << i << "," << j;
+      } else {
+        ASSERT_EQ(out[i * ldo + j], 0x1234) << "wrote past n at " << i << "," << j;
+      }
+    }
+  }
+  // Pre-quantized input gives the same result.
+  const std::vector<uint16_t> xq = Quantize(x, m, k);
+  std::vector<float> f32(m * n);
+  Fp8GemmParams q;
+  q.x = xq.data();
+  q.m = m;
+  q.ldx = k;
+  q.x_kind = ActKind::kQuantizedBf16;
+  q.out = f32.data();
+  q.ldo = n;
+  q.out_dtype = OutDtype::kF32;
+  ASSERT_TRUE(Fp8Gemm(q, w, pool).ok());
+  for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(Bits(ref[i]), Bits(f32[i])) << i;
+
+  p.ldx = k - 1;
+  EXPECT_FALSE(Fp8Gemm(p, w, pool).ok());
+  p.ldx = ldx;
+  p.out = nullptr;
+  EXPECT_FALSE(Fp8Gemm(p, w, pool).ok());
+}
+
+TEST(Fp8GemmTest, PackRejectsBadInput) {
+  const Weights wt = RandomWeights(40, 64, 8);
+  EXPECT_FALSE(PackFp8Matrix(wt.codes.data(), wt.scales.data(), 40, 48).ok());
+  EXPECT_FALSE(PackFp8Matrix(wt.codes.data(), wt.scales.data(), 0, 64).ok());
+  EXPECT_FALSE(PackFp8Matrix(nullptr, wt.scales.data(), 40, 64).ok());
+  Weights bad = wt;
+  bad.scales[3] = 0xFF;
+  EXPECT_FALSE(PackFp8Matrix(bad.codes.data(), bad.scales.data(), 40, 64).ok());
+}
+
+TEST(Fp8GemmTest, CloseToFloat64DequantizedProduct) {
+  // |out - Σ xq·w·sw (float64)| <= (32 + K/32 + 2)·2^-24 · Σ|xq·w·sw|: each block sum adds up to
+  // 32 roundings of at most 2^-24 relative to the running |terms|, then K/32 FMA roundings.
+  ThreadPool pool(2);
+  const int64_t n = 150, k = 1024, m = 9;
+  const Weights wt = RandomWeights(n, k, 21);
+  const PackedFp8Matrix w = Pack(wt);
+  const std::vector<uint16_t> x = RandomActs(m, k, 22);
+  const std::vector<uint16_t> xq = Quantize(x, m, k);
+  std::vector<float> out(m * n);
+  ASSERT_TRUE(Fp8GemmF32(x.data(), m, w, out.data(), pool).ok());
+  const double bound = (32.0 + k / 32 + 2) * std::ldexp(1.0, -24);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t r = 0; r < n; ++r) {
+      double sum = 0.0, abs_sum = 0.0;
+      for (int64_t c = 0; c < k; ++c) {
+        const double t = static_cast<double>(Bf16ToFloat(xq[i * k + c])) *
+                         E4m3ToFloat(wt.codes[r * k + c]) *
+                         Ue8m0ToFloat(wt.scales[(r / 32) * (k / 32) + c / 32]);
+        sum += t;
+        abs_sum += std::fabs(t);
+      }
+      ASSERT_LE(std::fabs(out[i * n + r] - sum), bound * abs_sum + 1e-300)
+          << "(" << i << ", " << r << ") got " << out[i * n + r] << " want " << sum;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::kernels

@@ -52,7 +52,7 @@ void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int h, int
     for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     const uint32_t* ab = a + b * 16 * kMr;
     const uint32_t* bb = bp + b * 16 * kNr;
-#pragma GCC unroll 2
+#pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) {
       const __m512i b0 = _mm512_load_si512(bb + j * kNr);
       const __m512i b1 = _mm512_load_si512(bb + j * kNr + 16);

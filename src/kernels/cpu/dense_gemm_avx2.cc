@@ -1,0 +1,171 @@
+// AVX2 fallback of the bf16 / fp32 lane-partial GEMMs: the 16 lane partials of an output live in
+// two ymm (lanes 0..7 and 8..15). bf16 pairs run as two FMAs, odd element first, under MXCSR
+// DAZ|FTZ, which is exactly the vdpbf16ps step (fused, subnormals in and out flushed); MXCSR is
+// restored before the reduction tree, which is plain IEEE like on AVX-512. K tails go through a
+// zero-padded copy (AVX2 has no 16-bit masked loads).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/dense_gemm_internal.h"
+
+namespace deepinfer::kernels {
+
+namespace {
+
+constexpr int kTile = 2;
+constexpr unsigned kDazFtz = 0x8040;
+
+inline float ReduceTree(__m256 lo, __m256 hi) {
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+// acc += pairs (odd first) of 8 bf16 pairs a and b.
+inline __m256 PairStep(__m256 acc, __m256i a, __m256i b) {
+  const __m256i odd = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(a, odd)),
+                        _mm256_castsi256_ps(_mm256_and_si256(b, odd)), acc);
+  return _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(a, 16)),
+                         _mm256_castsi256_ps(_mm256_slli_epi32(b, 16)), acc);
+}
+
+template <int MR, int NR>
+void TileBf16(const DenseGemmCall& c, int64_t m0, int64_t n0, unsigned csr) {
+  const auto* w = static_cast<const uint16_t*>(c.w) + n0 * c.ldw;
+  const auto* x = static_cast<const uint16_t*>(c.x) + m0 * c.ldx;
+  __m256 lo[MR][NR], hi[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) lo[i][j] = hi[i][j] = _mm256_setzero_ps();
+  alignas(32) uint16_t wt[NR][32], xt[MR][32];  // zero-padded tail copies
+  _mm_setcsr(csr | kDazFtz);
+  for (int64_t k = 0; k < c.k; k += 32) {
+    const uint16_t* wp[NR];
+    const uint16_t* xp[MR];
+    if (k + 32 <= c.k) {
+      for (int j = 0; j < NR; ++j) wp[j] = w + j * c.ldw + k;
+      for (int i = 0; i < MR; ++i) xp[i] = x + i * c.ldx + k;
+    } else {
+      const size_t bytes = static_cast<size_t>(c.k - k) * 2;
+      for (int j = 0; j < NR; ++j) {
+        std::memset(wt[j], 0, sizeof(wt[j]));
+        std::memcpy(wt[j], w + j * c.ldw + k, bytes);
+        wp[j] = wt[j];
+      }
+      for (int i = 0; i < MR; ++i) {
+        std::memset(xt[i], 0, sizeof(xt[i]));
+        std::memcpy(xt[i], x + i * c.ldx + k, bytes);
+        xp[i] = xt[i];
+      }
+    }
+    __m256i w0[NR], w1[NR];
+    for (int j = 0; j < NR; ++j) {
+      w0[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp[j]));
+      w1[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp[j] + 16));
+    }
+    for (int i = 0; i < MR; ++i) {
+      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp[i]));
+      const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp[i] + 16));
+      for (int j = 0; j < NR; ++j) {
+        lo[i][j] = PairStep(lo[i][j], w0[j], x0);
+        hi[i][j] = PairStep(hi[i][j], w1[j], x1);
+      }
+    }
+  }
+  _mm_setcsr(csr);
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) StoreDenseOut(c, m0 + i, n0 + j, ReduceTree(lo[i][j], hi[i][j]));
+}
+
+// 8 weights widened to fp32 from a zero-padded or in-bounds pointer.
+template <bool kWeightBf16>
+inline __m256 LoadW8(const void* p) {
+  if constexpr (kWeightBf16) {
+    const __m128i b = _mm_loadu_si128(static_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+  } else {
+    return _mm256_loadu_ps(static_cast<const float*>(p));
+  }
+}
+
+template <bool kWeightBf16, int MR, int NR>
+void TileF32(const DenseGemmCall& c, int64_t m0, int64_t n0, unsigned /*csr*/) {
+  using WT = std::conditional_t<kWeightBf16, uint16_t, float>;
+  const auto* w = static_cast<const WT*>(c.w) + n0 * c.ldw;
+  const auto* x = static_cast<const float*>(c.x) + m0 * c.ldx;
+  __m256 lo[MR][NR], hi[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) lo[i][j] = hi[i][j] = _mm256_setzero_ps();
+  alignas(32) WT wt[NR][16];
+  alignas(32) float xt[MR][16];
+  for (int64_t k = 0; k < c.k; k += 16) {
+    const WT* wp[NR];
+    const float* xp[MR];
+    if (k + 16 <= c.k) {
+      for (int j = 0; j < NR; ++j) wp[j] = w + j * c.ldw + k;
+      for (int i = 0; i < MR; ++i) xp[i] = x + i * c.ldx + k;
+    } else {
+      const size_t n_tail = static_cast<size_t>(c.k - k);
+      for (int j = 0; j < NR; ++j) {
+        std::memset(wt[j], 0, sizeof(wt[j]));
+        std::memcpy(wt[j], w + j * c.ldw + k, n_tail * sizeof(WT));
+        wp[j] = wt[j];
+      }
+      for (int i = 0; i < MR; ++i) {
+        std::memset(xt[i], 0, sizeof(xt[i]));
+        std::memcpy(xt[i], x + i * c.ldx + k, n_tail * sizeof(float));
+        xp[i] = xt[i];
+      }
+    }
+    __m256 w0[NR], w1[NR];
+    for (int j = 0; j < NR; ++j) {
+      w0[j] = LoadW8<kWeightBf16>(wp[j]);
+      w1[j] = LoadW8<kWeightBf16>(wp[j] + 8);
+    }
+    for (int i = 0; i < MR; ++i) {
+      const __m256 x0 = _mm256_loadu_ps(xp[i]), x1 = _mm256_loadu_ps(xp[i] + 8);
+      for (int j = 0; j < NR; ++j) {
+        lo[i][j] = _mm256_fmadd_ps(x0, w0[j], lo[i][j]);
+        hi[i][j] = _mm256_fmadd_ps(x1, w1[j], hi[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) StoreDenseOut(c, m0 + i, n0 + j, ReduceTree(lo[i][j], hi[i][j]));
+}
+
+using TileFn = void (*)(const DenseGemmCall&, int64_t, int64_t, unsigned);
+
+void RunTiles(const DenseGemmCall& c, int64_t n_begin, int64_t n_end,
+              const TileFn (&table)[kTile][kTile]) {
+  const unsigned csr = _mm_getcsr();
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kTile) {
+    const int nr = static_cast<int>(std::min<int64_t>(kTile, n_end - n0));
+    for (int64_t m0 = 0; m0 < c.n_rows; m0 += kTile) {
+      const int mr = static_cast<int>(std::min<int64_t>(kTile, c.n_rows - m0));
+      table[mr - 1][nr - 1](c, m0, n0, csr);
+    }
+  }
+}
+
+constexpr TileFn kBf16[kTile][kTile] = {{TileBf16<1, 1>, TileBf16<1, 2>},
+                                        {TileBf16<2, 1>, TileBf16<2, 2>}};
+constexpr TileFn kF32[kTile][kTile] = {{TileF32<false, 1, 1>, TileF32<false, 1, 2>},
+                                       {TileF32<false, 2, 1>, TileF32<false, 2, 2>}};
+constexpr TileFn kF32Bf16w[kTile][kTile] = {{TileF32<true, 1, 1>, TileF32<true, 1, 2>},
+                                            {TileF32<true, 2, 1>, TileF32<true, 2, 2>}};
+
+}  // namespace
+
+void GemmBf16RowsAvx2(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) {
+  RunTiles(c, n_begin, n_end, kBf16);
+}
+
+void GemmF32RowsAvx2(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) {
+  RunTiles(c, n_begin, n_end, c.w_dtype == DType::kBF16 ? kF32Bf16w : kF32);
+}
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,142 @@
+// AVX-512 bf16 (vdpbf16ps) and fp32 (FMA) lane-partial GEMM tiles; the order is documented in
+// gemm_bf16.h / gemm_f32.h: one zmm accumulator per output holds the 16 lane partials, and each
+// output is reduced by the fixed tree at the end, so tile shape never changes a result.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/dense_gemm_internal.h"
+#include "kernels/cpu/store_out_avx512.h"
+
+namespace deepinfer::kernels {
+
+namespace {
+
+constexpr int kMaxTile = 4;        // up to 4 activation rows × 4 weight rows per tile
+constexpr int64_t kRowBlock = 64;  // activation rows per pass over a weight tile (L2 reuse)
+
+// The tree of ReduceLanes16 on one register.
+inline float ReduceTree(__m512 v) {
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+template <int MR, int NR>
+void StoreTile(const DenseGemmCall& c, int64_t m0, int64_t n0, const __m512 (&acc)[MR][NR]) {
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NR; ++j) StoreDenseOut(c, m0 + i, n0 + j, ReduceTree(acc[i][j]));
+  }
+}
+
+template <int MR, int NR>
+void TileBf16(const DenseGemmCall& c, int64_t m0, int64_t n0) {
+  const auto* w = static_cast<const uint16_t*>(c.w) + n0 * c.ldw;
+  const auto* x = static_cast<const uint16_t*>(c.x) + m0 * c.ldx;
+  __m512 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= c.k; k += 32) {  // lane l = k-pair k/2 + l
+    __m512bh wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = (__m512bh)_mm512_loadu_si512(w + j * c.ldw + k);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + i * c.ldx + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv[j], xv);
+    }
+  }
+  if (k < c.k) {  // zero-padded tail
+    const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (c.k - k)) - 1);
+    __m512bh wv[NR];
+    for (int j = 0; j < NR; ++j)
+      wv[j] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + j * c.ldw + k);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh xv = (__m512bh)_mm512_maskz_loadu_epi16(mask, x + i * c.ldx + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv[j], xv);
+    }
+  }
+  StoreTile<MR, NR>(c, m0, n0, acc);
+}
+
+// 16 weights of row `row` at k (mask: the valid lanes) widened to fp32.
+template <bool kWeightBf16>
+inline __m512 LoadW(const void* w, int64_t offset, __mmask16 mask) {
+  if constexpr (kWeightBf16) {
+    const __m256i b = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(w) + offset);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+  } else {
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(w) + offset);
+  }
+}
+
+template <bool kWeightBf16, int MR, int NR>
+void TileF32(const DenseGemmCall& c, int64_t m0, int64_t n0) {
+  const auto* x = static_cast<const float*>(c.x) + m0 * c.ldx;
+  __m512 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < c.k; k += 16) {  // lane l = element k + l
+    const __mmask16 mask = avx512::TailMask(c.k - k);
+    __m512 wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = LoadW<kWeightBf16>(c.w, (n0 + j) * c.ldw + k, mask);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + i * c.ldx + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  StoreTile<MR, NR>(c, m0, n0, acc);
+}
+
+using TileFn = void (*)(const DenseGemmCall&, int64_t, int64_t);
+
+template <template <int, int> class Tiles>
+constexpr TileFn kTable[kMaxTile][kMaxTile] = {
+    {Tiles<1, 1>::fn, Tiles<1, 2>::fn, Tiles<1, 3>::fn, Tiles<1, 4>::fn},
+    {Tiles<2, 1>::fn, Tiles<2, 2>::fn, Tiles<2, 3>::fn, Tiles<2, 4>::fn},
+    {Tiles<3, 1>::fn, Tiles<3, 2>::fn, Tiles<3, 3>::fn, Tiles<3, 4>::fn},
+    {Tiles<4, 1>::fn, Tiles<4, 2>::fn, Tiles<4, 3>::fn, Tiles<4, 4>::fn}};
+
+template <int MR, int NR>
+struct Bf16Tiles {
+  static constexpr TileFn fn = TileBf16<MR, NR>;
+};
+template <int MR, int NR>
+struct F32Tiles {
+  static constexpr TileFn fn = TileF32<false, MR, NR>;
+};
+template <int MR, int NR>
+struct F32Bf16wTiles {
+  static constexpr TileFn fn = TileF32<true, MR, NR>;
+};
+
+// Weight tiles outer (kept in cache) over blocks of activation rows.
+void RunTiles(const DenseGemmCall& c, int64_t n_begin, int64_t n_end,
+              const TileFn (&table)[kMaxTile][kMaxTile]) {
+  for (int64_t mb = 0; mb < c.n_rows; mb += kRowBlock) {
+    const int64_t mb_end = std::min(c.n_rows, mb + kRowBlock);
+    for (int64_t n0 = n_begin; n0 < n_end; n0 += kMaxTile) {
+      const int nr = static_cast<int>(std::min<int64_t>(kMaxTile, n_end - n0));
+      for (int64_t m0 = mb; m0 < mb_end; m0 += kMaxTile) {
+        const int mr = static_cast<int>(std::min<int64_t>(kMaxTile, mb_end - m0));
+        table[mr - 1][nr - 1](c, m0, n0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void GemmBf16RowsAvx512(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) {
+  RunTiles(c, n_begin, n_end, kTable<Bf16Tiles>);
+}
+
+void GemmF32RowsAvx512(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) {
+  if (c.w_dtype == DType::kBF16) {
+    RunTiles(c, n_begin, n_end, kTable<F32Bf16wTiles>);
+  } else {
+    RunTiles(c, n_begin, n_end, kTable<F32Tiles>);
+  }
+}
+
+}  // namespace deepinfer::kernels

@@ -22,7 +22,7 @@ class CheckFailure {
 
 // Lets `CHECK(x) << a << b` parse as a statement with a void value.
 struct Voidify {
-  void operator&(CheckFailure&) {}
+  void operator&(const CheckFailure&) {}
 };
 
 }  // namespace deepinfer::internal

@@ -37,8 +37,12 @@ TEST(RopeTest, ReleaseYarnBandMatchesResearchNumbers) {
   const auto f0 = BuildRopeFrequencies(plain);
   ASSERT_EQ(f.size(), 32u);
   for (int i = 0; i < 32; ++i) {
-    if (i <= 15) EXPECT_EQ(f[i], f0[i]) << i;          // ramp 0
-    if (i >= 25) EXPECT_EQ(f[i], f0[i] / 16.0f) << i;  // ramp 1
+    if (i <= 15) {
+      EXPECT_EQ(f[i], f0[i]) << i;  // ramp 0
+    }
+    if (i >= 25) {
+      EXPECT_EQ(f[i], f0[i] / 16.0f) << i;  // ramp 1
+    }
     if (i > 15 && i < 25) {
       EXPECT_LT(f[i], f0[i]);
       EXPECT_GT(f[i], f0[i] / 16.0f);

@@ -1,0 +1,11 @@
+# Included from tests/CMakeLists.txt: replays each fuzz target's seed corpus with an ordinary
+# main() (fuzz/replay_main.cc), so any compiler and every ctest run (also under ASan/UBSan)
+# exercise the targets' invariant checks on the corpus.
+set(DEEPINFER_FUZZ_DIR ${PROJECT_SOURCE_DIR}/fuzz)
+
+add_executable(safetensors_header_replay ${DEEPINFER_FUZZ_DIR}/safetensors_header_fuzz.cc
+                                         ${DEEPINFER_FUZZ_DIR}/replay_main.cc)
+target_link_libraries(safetensors_header_replay PRIVATE deepinfer_io)
+add_test(NAME fuzz_replay.safetensors_header
+         COMMAND safetensors_header_replay ${DEEPINFER_FUZZ_DIR}/corpus/safetensors_header)
+set_tests_properties(fuzz_replay.safetensors_header PROPERTIES LABELS io)

@@ -15,7 +15,8 @@
 #include "kernels/cpu/bf16_avx512.h"
 #include "kernels/cpu/index_score.h"
 
-// Keep every mul and add a separate rounding, as in the scalar reference (GCC contracts by default).
+// Keep every mul and add a separate rounding, as in the scalar reference (GCC contracts by
+// default).
 #pragma GCC optimize("fp-contract=off")
 // The optimize pragma makes GCC 12 flag the intrinsics' internal self-initialised placeholders.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

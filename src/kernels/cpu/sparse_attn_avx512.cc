@@ -19,7 +19,8 @@
 #include "kernels/cpu/exp_f32_avx512.h"
 #include "kernels/cpu/sparse_attn.h"
 
-// Keep every mul and add a separate rounding, as in the scalar reference (GCC contracts by default).
+// Keep every mul and add a separate rounding, as in the scalar reference (GCC contracts by
+// default).
 #pragma GCC optimize("fp-contract=off")
 // The optimize pragma makes GCC 12 flag the intrinsics' internal self-initialised placeholders.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

@@ -1,14 +1,17 @@
-// `deepinfer inspect --model DIR [--tensors] [--page-in]`: open and validate a checkpoint, print
-// its layout.
+// `deepinfer inspect --model DIR [--tensors] [--page-in]`: open and validate a checkpoint and its
+// config, print the layout and the per-layer roles derived from the config.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "io/checkpoint.h"
 #include "io/progress.h"
+#include "model/deepseek_v41/config.h"
+#include "model/deepseek_v41/layer_descriptor.h"
 #include "tools/cli.h"
 
 namespace deepinfer::tools {
@@ -46,6 +49,17 @@ int RunInspect(const InspectArgs& args) {
   for (const auto& [dtype, t] : by_dtype) {
     std::printf("%-8.*s %8zu %16llu\n", static_cast<int>(dtype.size()), dtype.data(), t.count,
                 static_cast<unsigned long long>(t.bytes));
+  }
+  if (std::filesystem::is_directory(args.model)) {
+    StatusOr<model::ModelConfig> config = model::LoadModelConfig(args.model);
+    if (!config.ok()) {
+      std::fprintf(stderr, "error: %s\n", config.status().message().c_str());
+      return 1;
+    }
+    const std::vector<model::LayerDescriptor> layers = model::BuildLayerDescriptors(*config);
+    std::printf("\nconfig      %d layers + %d DSpark stages, hidden %d, vocab %d\n\n%s",
+                config->n_layers, config->n_mtp_layers, config->dim, config->vocab_size,
+                model::DescribeLayers(layers).c_str());
   }
   if (args.tensors) {
     std::printf("\n");

@@ -40,4 +40,17 @@ inline uint32_t LoadBf16Pair(const uint16_t* x) {
   return static_cast<uint32_t>(x[0]) | (static_cast<uint32_t>(x[1]) << 16);
 }
 
+// Packs two separate bf16 elements into the pair dword (even in the low half).
+inline uint32_t MakeBf16Pair(uint16_t even, uint16_t odd) {
+  return static_cast<uint32_t>(even) | (static_cast<uint32_t>(odd) << 16);
+}
+
+// dot(a, b) over n (even) contiguous bf16 elements in vdpbf16ps order: pairs ascending, odd first.
+inline float DotBf16PairOrder(const uint16_t* a, const uint16_t* b, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; i += 2)
+    acc = DpBf16Step(acc, LoadBf16Pair(a + i), LoadBf16Pair(b + i));
+  return acc;
+}
+
 }  // namespace deepinfer::kernels

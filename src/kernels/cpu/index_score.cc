@@ -6,7 +6,7 @@
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/dpbf16_ref.h"
+#include "kernels/cpu/dpbf16_step.h"
 
 namespace deepinfer::kernels {
 

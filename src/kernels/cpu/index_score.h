@@ -1,7 +1,7 @@
 // Indexer scoring (the lightning indexer of CSA2):
 //   score[r][t] = sum_h relu(q[r][h] . k[t]) * w[r][h]
 // with the reference's bf16 rounding points (its einsum and elementwise ops run on bf16 tensors):
-//   1. dot_h  = bf16(q_h . k_t)        fp32 accumulation, VDPBF16PS pair order (dpbf16_ref.h)
+//   1. dot_h  = bf16(q_h . k_t)        fp32 accumulation, VDPBF16PS pair order (dpbf16_step.h)
 //   2. relu   = dot_h > 0 ? dot_h : 0  (exact)
 //   3. prod_h = bf16(relu * w_h)       w_h: bf16 head weight, already multiplied by
 //                                      index_head_dim^-0.5 * index_n_heads^-0.5 (ScaleIndexWeights)

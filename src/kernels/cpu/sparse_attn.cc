@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/dpbf16_ref.h"
+#include "kernels/cpu/dpbf16_step.h"
 #include "kernels/cpu/exp_f32.h"
 
 namespace deepinfer::kernels {
@@ -76,8 +76,8 @@ void AttendOneHead(const SparseAttnParams& p, int64_t r, int h, std::vector<floa
     std::fill(block_sum.begin(), block_sum.end(), 0.0f);
     for (int j = 0; j < padded; j += 2) {
       for (int c = 0; c < d; ++c) {
-        float acc = DpStep(block_sum[c], pb[j + 1], rows[j + 1][c]);
-        block_sum[c] = DpStep(acc, pb[j], rows[j][c]);
+        block_sum[c] = DpBf16Step(block_sum[c], MakeBf16Pair(pb[j], pb[j + 1]),
+                                  MakeBf16Pair(rows[j][c], rows[j + 1][c]));
       }
     }
     for (int c = 0; c < d; ++c) o[c] = o[c] * alpha + block_sum[c];

@@ -11,7 +11,7 @@
 //   then l = l + exp(sink_h - m) (the sink joins the denominator only) and out = bf16(o / l).
 //   A row with no valid index: o = 0 and l = inf or finite -> the output is all zeros.
 // Fixed evaluation order (what makes the AVX-512 path bit-identical to the reference):
-//   * q.kv and the P.V block sum use VDPBF16PS pair order (dpbf16_ref.h): q.kv over head_dim
+//   * q.kv and the P.V block sum use VDPBF16PS pair order (dpbf16_step.h): q.kv over head_dim
 //     pairs ascending; the P.V block sum over list-entry pairs (2i, 2i+1) of the block, ascending,
 //     starting from +0, an odd tail padded with a zero entry;
 //   * sum_j p_j: ascending j from +0; each "x * alpha + y" is a product then a sum (no fma);

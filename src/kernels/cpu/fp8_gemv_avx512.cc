@@ -5,8 +5,8 @@
 // per-block sums are folded into fp32 totals with one FMA by the 32-row tile scale (fp8_gemm.h).
 // Independent accumulator chains (vdpbf16ps: latency 6, 2 per cycle) come from rows (M), 16-row
 // groups (G) and, for m = 1, two K blocks in flight (NB); the order per output never changes.
-// Each thread streams its contiguous panels front to back; a software prefetch one chunk per
-// chunk consumed, kPrefetchBytes ahead, keeps the DRAM stream full (2x over hardware prefetch).
+// Each thread streams its contiguous panels front to back; a software prefetch of every line of the
+// blocks about to be consumed, kPrefetchBytes ahead, keeps the DRAM stream full.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,6 +27,12 @@ constexpr int kRowsPerPass = 8;
 template <int M, int G, int NB>
 inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, const uint32_t* xp,
                        float* tot) {
+  // All lines of the NB blocks, kPrefetchBytes ahead, issued in one burst before their compute:
+  // measured 72% -> 96% of the paired read at M = 1 against one prefetch per chunk consumed
+  // (which interleaves two streams 2 KiB apart when NB = 2).
+  for (int64_t i = 0; i < NB * kFp8BlockBytes; i += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + i), _MM_HINT_T0);
+  }
   for (int h0 = 0; h0 < 4; h0 += G) {
     __m512 acc[NB][M][G];
     for (int nb = 0; nb < NB; ++nb)
@@ -38,7 +44,6 @@ inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, 
         const uint32_t* xs = xp + (nb * 16 + 2 * s) * M;
         for (int gi = 0; gi < G; ++gi) {
           const uint8_t* ptr = blk + nb * kFp8BlockBytes + (s * 4 + h0 + gi) * kFp8ChunkBytes;
-          _mm_prefetch(reinterpret_cast<const char*>(ptr + kPrefetchBytes), _MM_HINT_T0);
           __m512i r0, r1;
           DecodeChunk(lut, _mm512_load_si512(ptr), r0, r1);
           for (int i = 0; i < M; ++i) {

@@ -12,6 +12,8 @@ for t in "${targets[@]}"; do
   work=$(mktemp -d)
   [ -d "fuzz/corpus/$name" ] && cp -r "fuzz/corpus/$name/." "$work/"
   echo "fuzzing $name for ${SECONDS_EACH}s"
-  "$t" -max_total_time="$SECONDS_EACH" -print_final_stats=1 "$work" 2>&1 | tail -n 15
+  dict=()
+  [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
+  "$t" -max_total_time="$SECONDS_EACH" -print_final_stats=1 "${dict[@]}" "$work" 2>&1 | tail -n 15
   rm -rf "$work"
 done

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/e4m3.h"
+#include "kernels/cpu/bf16_avx512.h"
 #include "kernels/cpu/fp8_gemm_internal.h"
 
 namespace deepinfer::kernels::fp8_internal {
@@ -56,18 +57,6 @@ inline __m512 Dp(__m512 acc, __m512i w, __m512i x) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(w), reinterpret_cast<__m512bh&>(x));
 }
 
-// bf16 RNE of 16 floats, same as FloatToBf16 (NaN -> quiet NaN with sign; subnormals are rounded,
-// not flushed as vcvtneps2bf16 would).
-inline __m256i F32ToBf16(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r =
-      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(r);
-}
-
 // Stores lanes [0, count) of v to row `row`, columns [col, col + count), count <= 16.
 inline void StoreRow16(const OutView& out, int64_t row, int64_t col, __m512 v, int64_t count) {
   const __mmask16 mask = count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
@@ -75,7 +64,7 @@ inline void StoreRow16(const OutView& out, int64_t row, int64_t col, __m512 v, i
     _mm512_mask_storeu_ps(static_cast<float*>(out.data) + row * out.ld + col, mask, v);
   } else {
     _mm256_mask_storeu_epi16(static_cast<uint16_t*>(out.data) + row * out.ld + col, mask,
-                             F32ToBf16(v));
+                             F32x16ToBf16(v));  // bf16_avx512.h: RNE, subnormals kept
   }
 }
 

@@ -27,14 +27,9 @@ struct Lut {
 };
 
 Lut MakeLut() {
-  alignas(16) uint8_t low[16], high[16];
-  for (int i = 0; i < 16; ++i) {
-    const uint16_t b = FloatToBf16(E2m1ToFloat(static_cast<uint8_t>(i)));
-    low[i] = static_cast<uint8_t>(b & 0xFF);
-    high[i] = static_cast<uint8_t>(b >> 8);
-  }
-  return Lut{_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(low))),
-             _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(high))),
+  const E2m1Bf16ByteTables t = MakeE2m1Bf16ByteTables();
+  return Lut{_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low))),
+             _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high))),
              _mm512_set1_epi8(0x0F)};
 }
 

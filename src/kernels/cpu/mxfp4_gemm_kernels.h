@@ -8,7 +8,9 @@
 
 #include <cstdint>
 
+#include "core/bf16.h"
 #include "core/dtype.h"
+#include "core/e2m1.h"
 #include "kernels/cpu/mxfp4_gemm.h"
 
 namespace deepinfer::kernels {
@@ -25,6 +27,22 @@ struct Mxfp4Call {
   DType out_dtype;
   int64_t ldo;
 };
+
+// The nibble -> bf16 lookup tables of the vector decoders (vpshufb): low[i] / high[i] are the low
+// and high bytes of bf16(e2m1 value of nibble i), sign included.
+struct E2m1Bf16ByteTables {
+  alignas(16) uint8_t low[16];
+  alignas(16) uint8_t high[16];
+};
+inline E2m1Bf16ByteTables MakeE2m1Bf16ByteTables() {
+  E2m1Bf16ByteTables t;
+  for (int i = 0; i < 16; ++i) {
+    const uint16_t b = FloatToBf16(E2m1ToFloat(static_cast<uint8_t>(i)));
+    t.low[i] = static_cast<uint8_t>(b & 0xFF);
+    t.high[i] = static_cast<uint8_t>(b >> 8);
+  }
+  return t;
+}
 
 void Mxfp4PanelsScalar(const Mxfp4Call& call, int64_t p_begin, int64_t p_end);
 void Mxfp4PanelsAvx2(const Mxfp4Call& call, int64_t p_begin, int64_t p_end);

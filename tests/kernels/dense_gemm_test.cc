@@ -13,17 +13,13 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_f32.h"
+#include "level_test_util.h"
 
 namespace deepinfer::kernels {
 namespace {
 
-std::vector<CpuLevel> AvailableLevels() {
-  std::vector<CpuLevel> levels{CpuLevel::kScalar};
-  const CpuLevel best = GetCpuFeatures().BestLevel();
-  if (best >= CpuLevel::kAvx2) levels.push_back(CpuLevel::kAvx2);
-  if (best >= CpuLevel::kAvx512) levels.push_back(CpuLevel::kAvx512);
-  return levels;
-}
+using test_util::AvailableLevels;
+using test_util::OutputBits;
 
 // N(0, 1) values; with `tiny`, one in 7 is a bf16 subnormal or a value whose products underflow.
 std::vector<float> RandomFloats(int64_t n, uint32_t seed, bool tiny = false) {
@@ -42,17 +38,6 @@ std::vector<uint16_t> ToBf16(const std::vector<float>& v) {
   std::vector<uint16_t> b(v.size());
   for (size_t i = 0; i < v.size(); ++i) b[i] = FloatToBf16(v[i]);
   return b;
-}
-
-std::vector<uint32_t> OutBits(const std::vector<uint8_t>& buf, DType dt) {
-  std::vector<uint32_t> bits;
-  const size_t es = dt == DType::kF32 ? 4 : 2;
-  for (size_t i = 0; i < buf.size(); i += es) {
-    uint32_t v = 0;
-    std::memcpy(&v, buf.data() + i, es);
-    bits.push_back(v);
-  }
-  return bits;
 }
 
 size_t OutBytes(int64_t m, int64_t n, DType dt) { return m * n * (dt == DType::kF32 ? 4 : 2); }
@@ -90,7 +75,7 @@ TEST(GemmBf16, AllLevelsBitIdenticalToReference) {
               for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
                 std::vector<uint8_t> got(OutBytes(m, n, dt), 0xCD);
                 GemmBf16At(level, w.data(), n, k, k, x.data(), m, k, got.data(), dt, n, pool);
-                ASSERT_EQ(OutBits(got, dt), OutBits(want, dt))
+                ASSERT_EQ(OutputBits(got, dt), OutputBits(want, dt))
                     << CpuLevelName(level) << " n " << n << " k " << k << " m " << m << " tiny "
                     << tiny;
               }
@@ -165,8 +150,8 @@ TEST(GemmF32, AllLevelsBitIdenticalToReference) {
                         pool);
               GemmF32At(level, wb.data(), DType::kBF16, n, k, k, x.data(), m, k, got_b.data(), dt,
                         n, pool);
-              ASSERT_EQ(OutBits(got, dt), OutBits(want, dt)) << CpuLevelName(level);
-              ASSERT_EQ(OutBits(got_b, dt), OutBits(want_b, dt)) << CpuLevelName(level);
+              ASSERT_EQ(OutputBits(got, dt), OutputBits(want, dt)) << CpuLevelName(level);
+              ASSERT_EQ(OutputBits(got_b, dt), OutputBits(want_b, dt)) << CpuLevelName(level);
             }
           }
         }

@@ -20,9 +20,12 @@
 #include "core/ue8m0.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/mxfp4_gemm.h"
+#include "level_test_util.h"
 
 namespace deepinfer::kernels {
 namespace {
+
+using test_util::AvailableLevels;
 
 struct RawTensor {
   std::string dtype;
@@ -66,14 +69,6 @@ std::vector<uint16_t> QuantizedActivations(int64_t m, int64_t k, uint32_t seed) 
   for (auto& v : x) v = FloatToBf16(nd(rng));
   for (int64_t r = 0; r < m; ++r) QuantizeActScaledBf16Ref(x.data() + r * k, k, xq.data() + r * k);
   return xq;
-}
-
-std::vector<CpuLevel> AvailableLevels() {
-  std::vector<CpuLevel> levels{CpuLevel::kScalar};
-  const CpuLevel best = GetCpuFeatures().BestLevel();
-  if (best >= CpuLevel::kAvx2) levels.push_back(CpuLevel::kAvx2);
-  if (best >= CpuLevel::kAvx512) levels.push_back(CpuLevel::kAvx512);
-  return levels;
 }
 
 class Mxfp4Fixture : public ::testing::Test {

@@ -14,9 +14,13 @@
 #include "core/ue8m0.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/mxfp4_gemm.h"
+#include "level_test_util.h"
 
 namespace deepinfer::kernels {
 namespace {
+
+using test_util::AvailableLevels;
+using test_util::OutputBits;
 
 struct Mxfp4Weights {
   int64_t n, k;
@@ -53,26 +57,6 @@ std::vector<uint16_t> RandomActivations(int64_t m, int64_t k, uint32_t seed, flo
   }
   for (int64_t r = 0; r < m; ++r) QuantizeActScaledBf16Ref(x.data() + r * k, k, xq.data() + r * k);
   return xq;
-}
-
-std::vector<CpuLevel> AvailableLevels() {
-  std::vector<CpuLevel> levels{CpuLevel::kScalar};
-  const CpuLevel best = GetCpuFeatures().BestLevel();
-  if (best >= CpuLevel::kAvx2) levels.push_back(CpuLevel::kAvx2);
-  if (best >= CpuLevel::kAvx512) levels.push_back(CpuLevel::kAvx512);
-  return levels;
-}
-
-// Output bits of a GEMM into a [m, ldo] buffer of dtype (as uint32 per element for comparison).
-std::vector<uint32_t> Bits(const std::vector<uint8_t>& buf, DType dt) {
-  std::vector<uint32_t> out;
-  const size_t es = dt == DType::kF32 ? 4 : 2;
-  for (size_t i = 0; i < buf.size(); i += es) {
-    uint32_t v = 0;
-    std::memcpy(&v, buf.data() + i, es);
-    out.push_back(v);
-  }
-  return out;
 }
 
 std::vector<uint8_t> RunRef(const Mxfp4Weights& w, const std::vector<uint16_t>& xq, int64_t m,
@@ -131,10 +115,10 @@ TEST(Mxfp4Gemm, AllLevelsBitIdenticalToReference) {
       for (int64_t m : {1, 2, 3, 5, 8, 9, 13}) {
         const std::vector<uint16_t> xq = RandomActivations(m, k, static_cast<uint32_t>(m + n));
         for (DType dt : {DType::kF32, DType::kBF16}) {
-          const auto want = Bits(RunRef(w, xq, m, dt), dt);
+          const auto want = OutputBits(RunRef(w, xq, m, dt), dt);
           for (CpuLevel level : AvailableLevels()) {
             for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
-              const auto got = Bits(RunKernel(level, packed->view(), xq, m, dt, pool), dt);
+              const auto got = OutputBits(RunKernel(level, packed->view(), xq, m, dt, pool), dt);
               ASSERT_EQ(got, want) << "n " << n << " k " << k << " m " << m << " level "
                                    << CpuLevelName(level) << " bf16 " << (dt == DType::kBF16);
             }
@@ -181,9 +165,9 @@ TEST(Mxfp4Gemm, ExtremeScalesBitIdentical) {
   for (float sigma : {1.0f, 1e-3f, 1e30f}) {
     const std::vector<uint16_t> xq = RandomActivations(m, k, 8, sigma);
     for (DType dt : {DType::kF32, DType::kBF16}) {
-      const auto want = Bits(RunRef(w, xq, m, dt), dt);
+      const auto want = OutputBits(RunRef(w, xq, m, dt), dt);
       for (CpuLevel level : AvailableLevels()) {
-        EXPECT_EQ(Bits(RunKernel(level, packed->view(), xq, m, dt, nullptr), dt), want)
+        EXPECT_EQ(OutputBits(RunKernel(level, packed->view(), xq, m, dt, nullptr), dt), want)
             << CpuLevelName(level) << " sigma " << sigma;
       }
     }
@@ -215,9 +199,9 @@ TEST(Mxfp4Gemm, BatchAndThreadInvariance) {
   ThreadPool pool1(1), pool2(2);
   for (CpuLevel level : AvailableLevels()) {
     const auto all =
-        Bits(RunKernel(level, packed->view(), xq, 40, DType::kF32, &pool2), DType::kF32);
+        OutputBits(RunKernel(level, packed->view(), xq, 40, DType::kF32, &pool2), DType::kF32);
     const auto all1 =
-        Bits(RunKernel(level, packed->view(), xq, 40, DType::kF32, &pool1), DType::kF32);
+        OutputBits(RunKernel(level, packed->view(), xq, 40, DType::kF32, &pool1), DType::kF32);
     EXPECT_EQ(all, all1);
     for (int64_t m : {1, 8}) {
       for (int64_t start : {0, 8, 31}) {
@@ -225,7 +209,7 @@ TEST(Mxfp4Gemm, BatchAndThreadInvariance) {
         const std::vector<uint16_t> sub(xq.begin() + start * k, xq.begin() + (start + m) * k);
         for (ThreadPool* pool : {&pool1, &pool2}) {
           const auto got =
-              Bits(RunKernel(level, packed->view(), sub, m, DType::kF32, pool), DType::kF32);
+              OutputBits(RunKernel(level, packed->view(), sub, m, DType::kF32, pool), DType::kF32);
           const std::vector<uint32_t> want(all.begin() + start * n, all.begin() + (start + m) * n);
           EXPECT_EQ(got, want) << CpuLevelName(level) << " m " << m << " start " << start;
         }
@@ -261,7 +245,7 @@ TEST(Mxfp4Gemm, StridedRowsAndPackInto) {
   const std::vector<uint16_t> dense = RandomActivations(m, k, 32);
   std::vector<uint16_t> xs(m * ldx, 0x7FC0);  // NaN in the gaps: must never be read
   for (int64_t i = 0; i < m; ++i) std::copy_n(dense.data() + i * k, k, xs.data() + i * ldx);
-  const auto want = Bits(RunRef(w, dense, m, DType::kF32), DType::kF32);
+  const auto want = OutputBits(RunRef(w, dense, m, DType::kF32), DType::kF32);
   for (CpuLevel level : AvailableLevels()) {
     std::vector<float> out(m * ldo, -1.0f);
     Mxfp4GemmAt(level, PackedMxfp4View{aligned, n, k}, xs.data(), m, ldx, out.data(), DType::kF32,

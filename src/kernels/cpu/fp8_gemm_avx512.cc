@@ -1,14 +1,17 @@
 // AVX-512 FP8 driver and the panel GEMM for large m.
 //
-// Panel GEMM (m > kGemvMaxRows): threads split N into 32-column units (one 32-row tile of W, so
-// one weight scale per K block). Per unit the weights are decoded once over the full K into an
-// L2-resident bf16 panel [K/2][32] (327 KB at K = 5120); then for each 14-row tile of A
-// ([K/2][14] bf16 pairs, packed once per call) the MR14 x NR32 microkernel runs 28 `vdpbf16ps`
-// accumulators per K block, restarted every block and folded with one FMA by the block scale into
-// a contiguous 14x32 fp32 scratch tile in L1 (not into C rows 32 KB apart: L1 set conflicts).
+// Panel GEMM (m > kGemvMaxRows): threads take 32-column units of N (one 32-row tile of W, so one
+// weight scale per K block) from a shared counter. Per unit the weights are decoded once over the
+// full K into an L2-resident bf16 panel [K/2][32] (327 KB at K = 5120); then for each 14-row tile
+// of A ([K/2][14] bf16 pairs, packed once per call) the MR14 x NR32 microkernel runs 28
+// `vdpbf16ps` accumulators per K block, restarted every block and folded with one FMA by the block
+// scale into a contiguous 14x32 fp32 scratch tile in L1 (not into C rows 32 KB apart: L1 set
+// conflicts).
+
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/cpu/act_pack.h"
 #include "kernels/cpu/aligned_buffer.h"
@@ -87,11 +90,17 @@ void PanelGemm(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matrix
     }
   });
   const int64_t units = (w.n + kNr - 1) / kNr;
-  pool.ParallelFor(units, 1, [&](int64_t u0, int64_t u1) {
+  // Units are handed out one at a time from a shared counter, not in fixed ranges: a core slowed
+  // by other work (on the shared host, per-core throughput swings by 10-20% over milliseconds) then
+  // takes fewer units instead of holding up the whole call. Each unit is still computed whole by
+  // one thread, so the bits do not depend on the assignment.
+  std::atomic<int64_t> next_unit{0};
+  pool.Run([&](int) {
     thread_local AlignedBuffer<uint32_t> bp;
     bp.EnsureSize(static_cast<size_t>(pairs * kNr));
     alignas(64) float scratch[kMr * kNr];
-    for (int64_t u = u0; u < u1; ++u) {
+    for (int64_t u = next_unit.fetch_add(1, std::memory_order_relaxed); u < units;
+         u = next_unit.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t p = u / 2;
       const int h = static_cast<int>(u % 2);
       ConvertHalfPanel(w, p, h, bp.data());

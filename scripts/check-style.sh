@@ -3,7 +3,7 @@
 # clang-tidy reads the compile commands of the release preset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'bench/*.cc' 'bench/*.h' 'fuzz/*.cc')
+mapfile -t files < <(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'bench/*.cc' 'bench/*.h' 'fuzz/*.cc')
 clang-format --dry-run -Werror "${files[@]}"
 echo "clang-format: ${#files[@]} files clean"
 [ -f build/release/compile_commands.json ] || cmake --preset release >/dev/null

@@ -58,28 +58,29 @@ Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool
   return Status::Ok();
 }
 
-Status Fp8GemmBf16(const uint16_t* x, int64_t m, const PackedFp8Matrix& w, uint16_t* out,
-                   ThreadPool& pool) {
+namespace {
+// Dense row-major x [m, k] and out [m, n], raw bf16 activations.
+Status DenseFp8Gemm(const uint16_t* x, int64_t m, const PackedFp8Matrix& w, void* out,
+                    OutDtype out_dtype, ThreadPool& pool) {
   Fp8GemmParams p;
   p.x = x;
   p.m = m;
   p.ldx = w.k;
   p.out = out;
   p.ldo = w.n;
-  p.out_dtype = OutDtype::kBf16;
+  p.out_dtype = out_dtype;
   return Fp8Gemm(p, w, pool);
+}
+}  // namespace
+
+Status Fp8GemmBf16(const uint16_t* x, int64_t m, const PackedFp8Matrix& w, uint16_t* out,
+                   ThreadPool& pool) {
+  return DenseFp8Gemm(x, m, w, out, OutDtype::kBf16, pool);
 }
 
 Status Fp8GemmF32(const uint16_t* x, int64_t m, const PackedFp8Matrix& w, float* out,
                   ThreadPool& pool) {
-  Fp8GemmParams p;
-  p.x = x;
-  p.m = m;
-  p.ldx = w.k;
-  p.out = out;
-  p.ldo = w.n;
-  p.out_dtype = OutDtype::kF32;
-  return Fp8Gemm(p, w, pool);
+  return DenseFp8Gemm(x, m, w, out, OutDtype::kF32, pool);
 }
 
 }  // namespace deepinfer::kernels

@@ -1,10 +1,12 @@
-// Helpers shared by the kernel tests that compare every CPU level with a scalar reference.
+// Helpers shared by the kernel tests (CPU levels to compare, output bits, random bf16 data).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 
@@ -30,6 +32,15 @@ inline std::vector<uint32_t> OutputBits(const std::vector<uint8_t>& buf, DType d
     bits.push_back(v);
   }
   return bits;
+}
+
+// n bf16 values drawn from N(0, stddev^2) with a fixed seed.
+inline std::vector<uint16_t> RandomBf16(size_t n, uint32_t seed, float stddev = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, stddev);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = FloatToBf16(dist(rng));
+  return v;
 }
 
 }  // namespace deepinfer::kernels::test_util

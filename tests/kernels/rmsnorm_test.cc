@@ -1,5 +1,6 @@
 // RMSNorm: scalar reference vs a double-precision expectation, AVX-512 vs scalar bit for bit.
 #include "kernels/cpu/rmsnorm.h"
+#include "level_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,7 @@
 namespace deepinfer::kernels {
 namespace {
 
-std::vector<uint16_t> RandomBf16(size_t n, float stddev, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, stddev);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = FloatToBf16(dist(rng));
-  return v;
-}
+using test_util::RandomBf16;
 
 RmsNormParams Params(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w,
                      std::vector<uint16_t>& y, int64_t rows, int64_t dim) {
@@ -37,8 +32,8 @@ RmsNormParams Params(const std::vector<uint16_t>& x, const std::vector<uint16_t>
 
 TEST(RmsNormTest, ReferenceMatchesDoublePrecision) {
   const int64_t rows = 8, dim = 5120;
-  auto x = RandomBf16(rows * dim, 3.0f, 1);
-  auto w = RandomBf16(dim, 0.2f, 2);
+  auto x = RandomBf16(rows * dim, 1, 3.0f);
+  auto w = RandomBf16(dim, 2, 0.2f);
   std::vector<uint16_t> y(rows * dim);
   RmsNormRef(Params(x, w, y, rows, dim));
   for (int64_t r = 0; r < rows; ++r) {
@@ -65,8 +60,8 @@ TEST(RmsNormTest, Avx512BitIdenticalToReference) {
   if (ActiveCpuLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512";
   for (int64_t dim : {1, 15, 16, 64, 100, 448, 512, 1280, 5120, 5121}) {
     const int64_t rows = 5;
-    auto x = RandomBf16(rows * dim, 1.5f, static_cast<uint32_t>(dim));
-    auto w = RandomBf16(dim, 0.5f, static_cast<uint32_t>(dim + 7));
+    auto x = RandomBf16(rows * dim, static_cast<uint32_t>(dim), 1.5f);
+    auto w = RandomBf16(dim, static_cast<uint32_t>(dim + 7), 0.5f);
     std::vector<uint16_t> y_ref(rows * dim), y_vec(rows * dim);
     RmsNormRef(Params(x, w, y_ref, rows, dim));
     RmsNormAvx512(Params(x, w, y_vec, rows, dim));
@@ -76,8 +71,8 @@ TEST(RmsNormTest, Avx512BitIdenticalToReference) {
 
 TEST(RmsNormTest, RowResultIndependentOfBatch) {
   const int64_t rows = 7, dim = 5120;
-  auto x = RandomBf16(rows * dim, 1.0f, 11);
-  auto w = RandomBf16(dim, 0.5f, 12);
+  auto x = RandomBf16(rows * dim, 11, 1.0f);
+  auto w = RandomBf16(dim, 12, 0.5f);
   std::vector<uint16_t> all(rows * dim), one(dim);
   RmsNorm(Params(x, w, all, rows, dim));
   for (int64_t r = 0; r < rows; ++r) {
@@ -89,8 +84,8 @@ TEST(RmsNormTest, RowResultIndependentOfBatch) {
 
 TEST(RmsNormTest, InPlace) {
   const int64_t dim = 512;
-  auto x = RandomBf16(dim, 1.0f, 3);
-  auto w = RandomBf16(dim, 0.5f, 4);
+  auto x = RandomBf16(dim, 3, 1.0f);
+  auto w = RandomBf16(dim, 4, 0.5f);
   std::vector<uint16_t> y(dim);
   RmsNorm(Params(x, w, y, 1, dim));
   RmsNormParams p = Params(x, w, x, 1, dim);

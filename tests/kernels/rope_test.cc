@@ -1,6 +1,7 @@
 // RoPE + YaRN: frequency table against the published band numbers and a double-precision
 // formula; rotation against double math; inverse undoes forward within bf16 rounding.
 #include "kernels/cpu/rope.h"
+#include "level_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -84,13 +85,7 @@ TEST(RopeTest, TinyFixtureBand) {
   EXPECT_EQ(b.high, 2);
 }
 
-std::vector<uint16_t> RandomBf16(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = FloatToBf16(dist(rng));
-  return v;
-}
+using test_util::RandomBf16;
 
 TEST(RopeTest, RotationMatchesDoubleAndLeavesNopeLanes) {
   const RopeTable table(ReleaseCompressed(), 70000);

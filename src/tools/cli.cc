@@ -10,6 +10,12 @@ int Main(int argc, char** argv) {
   int exit_code = 0;
   RegisterCpuInfo(app, &exit_code);
   RegisterInspect(app, &exit_code);
+  RegisterMakeCheckpoint(app, &exit_code);
+  RegisterEvalGolden(app, &exit_code);
+  RegisterGenerate(app, &exit_code);
+  RegisterTokenize(app, &exit_code);
+  RegisterRenderChat(app, &exit_code);
+  RegisterParseOutput(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

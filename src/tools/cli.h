@@ -12,5 +12,11 @@ int Main(int argc, char** argv);
 // Each subcommand adds itself to the app and returns the exit code through *exit_code when run.
 void RegisterCpuInfo(CLI::App& app, int* exit_code);
 void RegisterInspect(CLI::App& app, int* exit_code);
+void RegisterMakeCheckpoint(CLI::App& app, int* exit_code);
+void RegisterEvalGolden(CLI::App& app, int* exit_code);
+void RegisterGenerate(CLI::App& app, int* exit_code);
+void RegisterTokenize(CLI::App& app, int* exit_code);
+void RegisterRenderChat(CLI::App& app, int* exit_code);
+void RegisterParseOutput(CLI::App& app, int* exit_code);
 
 }  // namespace deepinfer::tools

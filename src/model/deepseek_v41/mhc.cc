@@ -1,0 +1,73 @@
+#include "model/deepseek_v41/mhc.h"
+
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/hc_sinkhorn.h"
+#include "kernels/cpu/rmsnorm.h"
+
+namespace deepinfer::model {
+
+void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_t rows, float* pre,
+             float* post, float* comb, ThreadPool& pool) {
+  const int hc = c.hc_mult;
+  const int64_t width = static_cast<int64_t>(hc) * c.dim;
+  const int64_t n_mix = static_cast<int64_t>(2 + hc) * hc;
+  std::vector<float> xf(rows * width);
+  for (int64_t i = 0; i < rows * width; ++i) xf[i] = Bf16ToFloat(x[i]);
+  std::vector<float> mixes(rows * n_mix);
+  kernels::GemmF32(w.fn, DType::kF32, n_mix, width, width, xf.data(), rows, width, mixes.data(),
+                   DType::kF32, n_mix, &pool);
+  kernels::HcMixParams params;
+  params.hc = hc;
+  params.sinkhorn_iters = c.hc_sinkhorn_iters;
+  params.eps = static_cast<float>(c.hc_eps);
+  const float eps = static_cast<float>(c.norm_eps);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float rs = kernels::RmsNormFactorRef(x + r * width, width, eps);
+    float* m = mixes.data() + r * n_mix;
+    for (int64_t i = 0; i < n_mix; ++i) m[i] = m[i] * rs;
+    kernels::HcSplitSinkhorn(m, w.scale, w.base, params, pre + r * hc, post + r * hc,
+                             comb + r * hc * hc);
+  }
+}
+
+void HcCollapse(const ModelConfig& c, const uint16_t* x, const float* pre, int64_t rows,
+                uint16_t* y) {
+  const int hc = c.hc_mult;
+  const int64_t dim = c.dim;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* xr = x + r * hc * dim;
+    const float* p = pre + r * hc;
+    for (int64_t d = 0; d < dim; ++d) {
+      float acc = p[0] * Bf16ToFloat(xr[d]);
+      for (int k = 1; k < hc; ++k) acc = acc + p[k] * Bf16ToFloat(xr[k * dim + d]);
+      y[r * dim + d] = FloatToBf16(acc);
+    }
+  }
+}
+
+void HcPost(const ModelConfig& c, const uint16_t* y, const uint16_t* x, const float* post,
+            const float* comb, int64_t rows, uint16_t* out, ThreadPool& pool) {
+  const int hc = c.hc_mult;
+  const int64_t dim = c.dim;
+  pool.ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const uint16_t* xr = x + r * hc * dim;
+      const float* cm = comb + r * hc * hc;
+      for (int k = 0; k < hc; ++k) {
+        const float pk = post[r * hc + k];
+        uint16_t* o = out + (r * hc + k) * dim;
+        for (int64_t d = 0; d < dim; ++d) {
+          float acc = cm[k] * Bf16ToFloat(xr[d]);
+          for (int j = 1; j < hc; ++j) acc = acc + cm[j * hc + k] * Bf16ToFloat(xr[j * dim + d]);
+          o[d] = FloatToBf16(pk * Bf16ToFloat(y[r * dim + d]) + acc);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,201 @@
+#include "model/deepseek_v41/model.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/bf16.h"
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+#include "model/deepseek_v41/attention.h"
+#include "model/deepseek_v41/block.h"
+#include "model/deepseek_v41/engram.h"
+#include "model/deepseek_v41/mhc.h"
+
+namespace deepinfer::model {
+
+StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOptions& options) {
+  std::unique_ptr<Model> m(new Model());
+  m->pool_ = options.pool ? options.pool : &ThreadPool::Default();
+  DI_ASSIGN_OR_RETURN(m->config_, LoadModelConfig(dir));
+  m->layers_ = BuildLayerDescriptors(m->config_);
+  DI_ASSIGN_OR_RETURN(io::Checkpoint ck, io::Checkpoint::Open(dir));
+  m->checkpoint_ = std::make_unique<io::Checkpoint>(std::move(ck));
+  DI_ASSIGN_OR_RETURN(m->weights_,
+                      LoadModelWeights(*m->checkpoint_, m->config_, m->layers_, *m->pool_));
+  DI_ASSIGN_OR_RETURN(m->engram_plan_, BuildEngramHashPlan(m->config_));
+  if (!m->config_.engram_layer_ids.empty()) {
+    DI_RETURN_IF_ERROR(CheckEngramNumEmbeddings(m->engram_plan_, m->config_));
+    const std::string map_path = dir + "/engram_token_map.json";
+    if (std::filesystem::exists(map_path)) {
+      DI_ASSIGN_OR_RETURN(m->token_map_, LoadEngramTokenMap(map_path, m->config_));
+    } else if (options.engram_token_map) {
+      DI_RETURN_IF_ERROR(ValidateEngramTokenMap(*options.engram_token_map, m->config_));
+      m->token_map_ = *options.engram_token_map;
+    } else {
+      return InvalidArgument(dir +
+                             ": the model has Engram layers but no engram_token_map.json, and "
+                             "no tokenizer-derived map was given");
+    }
+  }
+  for (const LayerDescriptor& d : m->layers_) {
+    kernels::RopeConfig rc;
+    rc.rope_dim = m->config_.rope_head_dim;
+    rc.theta = d.rope_theta;
+    if (d.yarn) {
+      rc.original_seq_len = m->config_.yarn.original_seq_len;
+      rc.factor = m->config_.yarn.factor;
+      rc.beta_fast = m->config_.yarn.beta_fast;
+      rc.beta_slow = m->config_.yarn.beta_slow;
+    }
+    m->rope_freqs_.push_back(kernels::BuildRopeFrequencies(rc));
+  }
+  return m;
+}
+
+void Model::ApplyEngramLayer(int layer, const int64_t* hash_ids, int64_t rows,
+                             uint16_t* stream) const {
+  const LayerWeights& w = weights_.layers[layer];
+  CHECK(w.engram.has_value()) << "layer " << layer << " has no Engram";
+  ApplyEngram(config_, *w.engram, hash_ids, rows, stream, *pool_);
+}
+
+Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions& options,
+                      ForwardOutput* out) const {
+  const ModelConfig& c = config_;
+  const int64_t dim = c.dim, hc = c.hc_mult, vocab = c.vocab_size;
+  BatchContext ctx;
+  ctx.config = &config_;
+  ctx.layers = &layers_;
+  ctx.weights = &weights_;
+  ctx.pool = pool_;
+  ctx.index_key_mode = options.index_key_mode;
+  ctx.rope_freqs = &rope_freqs_;
+  std::set<const SequenceState*> seen;
+  for (const ForwardInput& in : inputs) {
+    if (in.state == nullptr || in.tokens.empty()) {
+      return InvalidArgument("forward: every input needs a sequence and at least one token");
+    }
+    if (!seen.insert(in.state).second) {
+      return InvalidArgument("forward: a sequence appears twice in one batch");
+    }
+    for (int32_t t : in.tokens) {
+      if (t < 0 || t >= c.vocab_size) {
+        return InvalidArgument("forward: token id " + std::to_string(t) + " outside [0, " +
+                               std::to_string(c.vocab_size) + ")");
+      }
+    }
+    Segment seg;
+    seg.state = in.state;
+    seg.row0 = ctx.n_rows;
+    seg.n_rows = static_cast<int64_t>(in.tokens.size());
+    seg.pos0 = in.state->length;
+    for (int64_t r = 0; r < seg.n_rows; ++r) {
+      ctx.positions.push_back(seg.pos0 + r);
+      ctx.segment_of.push_back(static_cast<int32_t>(ctx.segments.size()));
+    }
+    ctx.n_rows += seg.n_rows;
+    ctx.segments.push_back(seg);
+  }
+  const int64_t rows = ctx.n_rows;
+  ctx.topk.assign(layers_.size(), {});
+
+  // Engram hash ids [rows][engram layers][cols].
+  const int n_eng = engram_plan_.n_layers();
+  const int64_t n_cols = n_eng ? engram_plan_.n_cols() : 0;
+  std::vector<int64_t> hashes(rows * n_eng * n_cols);
+  if (n_eng) {
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      HashTokens(engram_plan_, token_map_, inputs[s].tokens, &inputs[s].state->engram_history,
+                 hashes.data() + ctx.segments[s].row0 * n_eng * n_cols);
+    }
+  }
+
+  // Embedding, expanded to hc copies; the first collapse takes copy 0.
+  std::vector<uint16_t> x(rows * hc * dim);
+  std::vector<float> pre(rows * hc, 0.0f);
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    for (int64_t r = 0; r < ctx.segments[s].n_rows; ++r) {
+      const int64_t row = ctx.segments[s].row0 + r;
+      const uint16_t* e = weights_.embed + static_cast<int64_t>(inputs[s].tokens[r]) * dim;
+      for (int64_t k = 0; k < hc; ++k) std::copy_n(e, dim, x.data() + (row * hc + k) * dim);
+      pre[row * hc] = 1.0f;
+    }
+  }
+
+  const int64_t n_taps = static_cast<int64_t>(c.dspark_target_layer_ids.size());
+  if (options.want_taps) out->taps.assign(rows * n_taps * dim, 0);
+  std::vector<int64_t> layer_hash(rows * n_cols);
+  for (int li = 0; li < c.n_layers; ++li) {
+    const LayerDescriptor& d = layers_[li];
+    if (d.has_engram()) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::copy_n(hashes.data() + (r * n_eng + d.engram_index) * n_cols, n_cols,
+                    layer_hash.data() + r * n_cols);
+      }
+      ApplyEngramLayer(li, layer_hash.data(), rows, x.data());
+    }
+    if (options.hooks && options.hooks->before_block) {
+      options.hooks->before_block(li, x.data(), pre.data(), rows);
+    }
+    if (options.want_taps && d.is_dspark_tap()) {
+      for (int64_t r = 0; r < rows; ++r) {
+        uint16_t* t = out->taps.data() + (r * n_taps + d.dspark_tap_slot) * dim;
+        for (int64_t i = 0; i < dim; ++i) {
+          float sum = 0.0f;
+          for (int64_t k = 0; k < hc; ++k) sum += Bf16ToFloat(x[(r * hc + k) * dim + i]);
+          t[i] = FloatToBf16(sum / static_cast<float>(hc));
+        }
+      }
+    }
+    AttentionFn attn = [&](const uint16_t* in, uint16_t* o) { RunAttention(&ctx, li, in, o); };
+    RunBlock(ctx, li, attn, x.data(), pre.data());
+    if (options.hooks && options.hooks->after_block) {
+      options.hooks->after_block(li, x.data(), pre.data(), rows);
+    }
+  }
+
+  // Final collapse, norm, fp32 head.
+  out->final_hidden.assign(rows * dim, 0);
+  HcCollapse(c, x.data(), pre.data(), rows, out->final_hidden.data());
+  out->logit_rows.clear();
+  for (const Segment& seg : ctx.segments) {
+    if (options.all_logits) {
+      for (int64_t r = 0; r < seg.n_rows; ++r) out->logit_rows.push_back(seg.row0 + r);
+    } else {
+      out->logit_rows.push_back(seg.row0 + seg.n_rows - 1);
+    }
+  }
+  const int64_t n_logit = static_cast<int64_t>(out->logit_rows.size());
+  std::vector<uint16_t> normed(n_logit * dim);
+  for (int64_t i = 0; i < n_logit; ++i) {
+    std::copy_n(out->final_hidden.data() + out->logit_rows[i] * dim, dim, normed.data() + i * dim);
+  }
+  kernels::RmsNormParams np;
+  np.x = normed.data();
+  np.x_stride = dim;
+  np.weight = weights_.norm;
+  np.y = normed.data();
+  np.y_stride = dim;
+  np.n_rows = n_logit;
+  np.dim = dim;
+  np.eps = static_cast<float>(c.norm_eps);
+  kernels::RmsNorm(np);
+  std::vector<float> nf(n_logit * dim);
+  for (int64_t i = 0; i < n_logit * dim; ++i) nf[i] = Bf16ToFloat(normed[i]);
+  out->logits.assign(n_logit * vocab, 0.0f);
+  kernels::GemmF32(weights_.head.data, weights_.head.dtype, vocab, dim, dim, nf.data(), n_logit,
+                   dim, out->logits.data(), DType::kF32, vocab, pool_);
+
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    SequenceState& st = *inputs[s].state;
+    st.length += static_cast<int64_t>(inputs[s].tokens.size());
+    st.tokens.insert(st.tokens.end(), inputs[s].tokens.begin(), inputs[s].tokens.end());
+  }
+  return Status::Ok();
+}
+
+}  // namespace deepinfer::model

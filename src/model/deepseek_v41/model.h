@@ -1,0 +1,122 @@
+// Model: a loaded DeepSeek-V4.1 checkpoint and its forward pass.
+//
+// Forward() runs one mixed batch: each input is (sequence state, the next tokens of that
+// sequence). The tokens of an input continue the sequence at state->length; an input may be a
+// prefill chunk of any size, one decode token or k verify tokens. The result of every row is
+// independent of which other sequences share the call (batch invariance: every kernel's
+// reduction order depends only on its own row), and chunked prefill equals one-shot prefill.
+//
+// Teacher forcing: hooks see (and may replace) the stream and pre-mix entering every backbone
+// block, after its Engram, and see the stream leaving it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "io/checkpoint.h"
+#include "model/deepseek_v41/batch_context.h"
+#include "model/deepseek_v41/config.h"
+#include "model/deepseek_v41/engram_hash.h"
+#include "model/deepseek_v41/engram_token_map.h"
+#include "model/deepseek_v41/layer_descriptor.h"
+#include "model/deepseek_v41/sequence_state.h"
+#include "model/deepseek_v41/weights.h"
+
+namespace deepinfer {
+class ThreadPool;
+}
+
+namespace deepinfer::model {
+
+struct ForwardInput {
+  SequenceState* state = nullptr;
+  std::span<const int32_t> tokens;
+};
+
+struct ForwardHooks {
+  // Before backbone block `layer` (after its Engram): stream [rows][hc][dim] bf16 and pre-mix
+  // [rows][hc] of the whole batch; may overwrite both.
+  std::function<void(int layer, uint16_t* stream, float* pre_mix, int64_t rows)> before_block;
+  // After backbone block `layer`: the stream and the pre-mix it hands on.
+  std::function<void(int layer, const uint16_t* stream, const float* pre_mix, int64_t rows)>
+      after_block;
+};
+
+struct ForwardOptions {
+  IndexKeyMode index_key_mode = IndexKeyMode::kOfficial;
+  bool all_logits = false;  // logits of every row; else of each input's last row
+  bool want_taps = false;   // DSpark main hidden of every row
+  const ForwardHooks* hooks = nullptr;
+};
+
+struct ForwardOutput {
+  std::vector<int64_t> logit_rows;  // batch rows that have logits, ascending
+  std::vector<float> logits;        // [logit_rows][vocab]
+  std::vector<uint16_t> taps;       // [rows][n_taps * dim] bf16 (want_taps)
+  std::vector<uint16_t> final_hidden;  // [rows][dim] bf16: after the last collapse, before norm
+};
+
+// DSpark drafting result for one sequence (v41_model.md §3.10).
+struct DraftOutput {
+  std::vector<int32_t> ids;         // [block + 1]: the given token, then the drafts
+  std::vector<float> logits;        // [block][vocab]: stage head + Markov bias
+  std::vector<float> confidence;    // [block] raw confidence logits
+  std::vector<uint16_t> hidden;     // [block][dim] last stage hidden after its collapse
+};
+
+struct LoadOptions {
+  ThreadPool* pool = nullptr;  // null = ThreadPool::Default()
+  // engram_token_map.json in the model folder is used when present; else this map (e.g. built
+  // from the tokenizer) must be given for a model with Engram layers.
+  std::optional<EngramTokenMap> engram_token_map;
+};
+
+class Model {
+ public:
+  static StatusOr<std::unique_ptr<Model>> Load(const std::string& dir,
+                                               const LoadOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  const std::vector<LayerDescriptor>& layers() const { return layers_; }
+  const ModelWeights& weights() const { return weights_; }
+  const EngramHashPlan& engram_plan() const { return engram_plan_; }
+  const EngramTokenMap& engram_token_map() const { return token_map_; }
+  ThreadPool& pool() const { return *pool_; }
+
+  SequenceState NewSequence() const { return NewSequenceState(config_, layers_); }
+
+  // Runs the backbone over `inputs` (one per sequence, no sequence twice).
+  Status Forward(std::span<const ForwardInput> inputs, const ForwardOptions& options,
+                 ForwardOutput* out) const;
+
+  // Engram of backbone layer `layer` on a stream [rows][hc][dim] in place, with hash ids
+  // [rows][n_cols] for that layer (teacher-forcing checks call it directly).
+  void ApplyEngramLayer(int layer, const int64_t* hash_ids, int64_t rows, uint16_t* stream) const;
+
+  // DSpark: writes the stage rings for the next rows of a sequence from their taps
+  // [rows][n_taps*dim] (the main hidden of those positions).
+  Status DSparkExtend(SequenceState* state, const uint16_t* taps, int64_t rows) const;
+  // Drafts a block after position `state->dspark_length - 1`, starting from `token` (the
+  // backbone's choice for the next position). temperature 0 = greedy.
+  StatusOr<DraftOutput> DSparkDraft(const SequenceState& state, int32_t token) const;
+
+ private:
+  Model() = default;
+
+  std::unique_ptr<io::Checkpoint> checkpoint_;  // owns the mapping the weight views point into
+  ModelConfig config_;
+  std::vector<LayerDescriptor> layers_;
+  ModelWeights weights_;
+  EngramHashPlan engram_plan_;
+  EngramTokenMap token_map_;
+  std::vector<std::vector<float>> rope_freqs_;  // per layer
+  ThreadPool* pool_ = nullptr;
+};
+
+}  // namespace deepinfer::model

@@ -9,3 +9,10 @@ target_link_libraries(safetensors_header_replay PRIVATE deepinfer_io)
 add_test(NAME fuzz_replay.safetensors_header
          COMMAND safetensors_header_replay ${DEEPINFER_FUZZ_DIR}/corpus/safetensors_header)
 set_tests_properties(fuzz_replay.safetensors_header PROPERTIES LABELS io)
+
+add_executable(output_parser_replay ${DEEPINFER_FUZZ_DIR}/output_parser_fuzz.cc
+                                    ${DEEPINFER_FUZZ_DIR}/replay_main.cc)
+target_link_libraries(output_parser_replay PRIVATE deepinfer_tokenizer)
+add_test(NAME fuzz_replay.output_parser
+         COMMAND output_parser_replay ${DEEPINFER_FUZZ_DIR}/corpus/output_parser)
+set_tests_properties(fuzz_replay.output_parser PROPERTIES LABELS tokenizer)

@@ -44,6 +44,14 @@ std::string RowIndex(const std::vector<int64_t>& shape, int64_t row) {
   return s + ")";
 }
 
+// "<label> <key>", the name of a check.
+std::string CheckName(const std::string& label, std::string_view key) {
+  std::string name = label;
+  name += ' ';
+  name += key;
+  return name;
+}
+
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
@@ -69,7 +77,9 @@ class Judge {
  private:
   // --- recording ---------------------------------------------------------------------------
   void Add(MetricCheck c) { report_.checks.push_back(std::move(c)); }
-  void Fail(std::string name, std::string note) { Add(FailedCheck(std::move(name), note)); }
+  void Fail(std::string name, std::string note) {
+    Add(FailedCheck(std::move(name), std::move(note)));
+  }
 
   // --- golden access -----------------------------------------------------------------------
   bool GoldenOptional(const std::string& name) const {
@@ -183,7 +193,7 @@ class Judge {
     const DiffStats& d = s.diff;
     const std::string rows = rows_note.empty() ? std::to_string(d.rows) + " rows" : rows_note;
     for (const auto& [key, value] : limits.items()) {
-      const std::string name = label + " " + key;
+      const std::string name = CheckName(label, key);
       if (!value.is_number()) {
         Fail(name, "tolerance is not a number");
         continue;
@@ -349,6 +359,20 @@ class Judge {
     auto e_ids = Out<int64_t>(out_prefix + *ids_name, g_ids->shape, *ids_name);
     auto e_conf = Out<float>(out_prefix + *conf_name, g_conf->shape, *conf_name);
     auto e_logits = Out<float>(out_prefix + *logits_name, g_logits->shape, *logits_name);
+    // Hidden rows are judged only when the limits ask for them (protocol 3).
+    std::optional<F32Tensor> g_hidden;
+    std::optional<F32Tensor> e_hidden;
+    bool wants_hidden = false;
+    for (const auto& [key, value] : limits.items()) wants_hidden |= StartsWith(key, "hidden_");
+    if (wants_hidden) {
+      auto hidden_name = ModeName("dspark_hidden");
+      if (hidden_name && NeedGolden(label + " hidden", {*hidden_name})) {
+        g_hidden = LoadChecked<float>(golden_, *hidden_name, label + " hidden");
+        if (g_hidden) {
+          e_hidden = Out<float>(out_prefix + *hidden_name, g_hidden->shape, *hidden_name);
+        }
+      }
+    }
     const int64_t steps = g_ids->shape[0];
     const int64_t block = g_conf->shape[1];
     const int64_t vocab = g_logits->shape[2];
@@ -392,7 +416,7 @@ class Judge {
         if (value.is_number()) {
           DraftMargin(label, value.get<double>(), *g_ids, *e_ids, *g_logits, draft_rows);
         } else {
-          Fail(label + " " + key, "tolerance is not a number");
+          Fail(CheckName(label, key), "tolerance is not a number");
         }
         continue;
       }
@@ -400,7 +424,7 @@ class Judge {
       const std::string prefix = us == std::string::npos ? key : key.substr(0, us);
       if (us == std::string::npos ||
           (prefix != "confidence" && prefix != "logits" && prefix != "hidden")) {
-        Fail(label + " " + key, "tolerance key not understood by the judge");
+        Fail(CheckName(label, key), "tolerance key not understood by the judge");
         continue;
       }
       groups[prefix][key.substr(us + 1)] = value;
@@ -416,13 +440,7 @@ class Judge {
                   GatherRows(g_logits->data, vocab, draft_rows),
                   GatherRows(e_logits->data, vocab, draft_rows), vocab, shape, draft_note);
     }
-    if (groups.count("hidden")) {
-      auto hidden_name = ModeName("dspark_hidden");
-      if (!hidden_name || !NeedGolden(label + " hidden", {*hidden_name})) return;
-      auto g_hidden = LoadChecked<float>(golden_, *hidden_name, label + " hidden");
-      if (!g_hidden) return;
-      auto e_hidden = Out<float>(out_prefix + *hidden_name, g_hidden->shape, *hidden_name);
-      if (!e_hidden) return;
+    if (groups.count("hidden") && e_hidden) {
       const int64_t dim = g_hidden->RowLen();
       ApplyLimits(label + " hidden", groups["hidden"], GatherRows(g_hidden->data, dim, block_rows),
                   GatherRows(e_hidden->data, dim, block_rows), dim,

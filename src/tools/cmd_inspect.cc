@@ -1,5 +1,6 @@
 // `deepinfer inspect --model DIR [--tensors] [--page-in]`: open and validate a checkpoint and its
-// config, print the layout and the per-layer roles derived from the config.
+// config, print the layout, the per-layer roles derived from the config, the bytes per role and
+// whether the tensors match the config's manifest (exit code 1 if they do not).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "io/progress.h"
 #include "model/deepseek_v41/config.h"
 #include "model/deepseek_v41/layer_descriptor.h"
+#include "model/deepseek_v41/weight_manifest.h"
 #include "tools/cli.h"
 
 namespace deepinfer::tools {
@@ -25,6 +27,7 @@ struct InspectArgs {
 };
 
 int RunInspect(const InspectArgs& args) {
+  int exit_code = 0;
   StatusOr<io::Checkpoint> ckpt = io::Checkpoint::Open(args.model);
   if (!ckpt.ok()) {
     std::fprintf(stderr, "error: %s\n", ckpt.status().message().c_str());
@@ -60,6 +63,18 @@ int RunInspect(const InspectArgs& args) {
     std::printf("\nconfig      %d layers + %d DSpark stages, hidden %d, vocab %d\n\n%s",
                 config->n_layers, config->n_mtp_layers, config->dim, config->vocab_size,
                 model::DescribeLayers(layers).c_str());
+    std::printf("\nbytes by role\n%s",
+                model::DescribeRoleBytes(model::CheckpointBytes(*ckpt)).c_str());
+    const Status valid = model::ValidateCheckpoint(*ckpt, *config);
+    if (valid.ok()) {
+      std::printf(
+          "\nvalidation  OK: every tensor of the config's manifest, with its dtype and "
+          "shape%s\n",
+          config->vision_enabled() ? " (vision tensors ignored)" : "");
+    } else {
+      std::printf("\nvalidation  FAILED\n%s\n", valid.message().c_str());
+      exit_code = 1;
+    }
   }
   if (args.tensors) {
     std::printf("\n");
@@ -86,7 +101,7 @@ int RunInspect(const InspectArgs& args) {
     std::printf("\npaged in    %s in %.2f s (%.2f GB/s)\n", io::ProgressBar::FormatBytes(n).c_str(),
                 s, s > 0 ? static_cast<double>(n) / s / 1e9 : 0.0);
   }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace

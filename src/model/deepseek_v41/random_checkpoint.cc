@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "core/bf16.h"
 #include "core/check.h"
@@ -54,28 +55,46 @@ class Rng {
     s_[3] = Rotl(s_[3], 45);
     return r;
   }
-  // N(0, 1) by Box-Muller, two values per draw.
+  // N(0, 1), quantized to the 65536 quantile midpoints Phi^-1((i + 0.5) / 65536): four values
+  // per 64-bit draw, ~10x cheaper than Box-Muller. |z| <= 4.3; the distribution's variance is 1
+  // within 1e-4. Every weight is rounded to bf16 / e4m3 afterwards, far coarser than this grid.
   float Gaussian() {
-    if (have_spare_) {
-      have_spare_ = false;
-      return spare_;
+    if (bits_left_ == 0) {
+      bits_ = Next();
+      bits_left_ = 4;
     }
-    const uint64_t r = Next();
-    // u1 in (0, 1], u2 in [0, 1): 24 bits each.
-    const float u1 = static_cast<float>((r >> 40) + 1) * 0x1p-24f;
-    const float u2 = static_cast<float>((r >> 16) & 0xFFFFFF) * 0x1p-24f;
-    const float radius = std::sqrt(-2.0f * std::log(u1));
-    const float angle = 6.2831853071795864f * u2;
-    spare_ = radius * std::sin(angle);
-    have_spare_ = true;
-    return radius * std::cos(angle);
+    const uint16_t i = static_cast<uint16_t>(bits_);
+    bits_ >>= 16;
+    --bits_left_;
+    return GaussianTable()[i];
   }
 
  private:
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  // Phi^-1 at the 65536 midpoints, by Newton's method on erfc in double precision.
+  static const float* GaussianTable() {
+    static const std::vector<float> table = [] {
+      std::vector<float> t(65536);
+      for (int i = 0; i < 65536; ++i) {
+        const double p = (i + 0.5) / 65536.0;
+        double z = 0;
+        for (int it = 0; it < 60; ++it) {
+          const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+          const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2.0 * 3.14159265358979323846);
+          const double step = (cdf - p) / pdf;
+          z -= std::clamp(step, -1.0, 1.0);
+          if (std::fabs(step) < 1e-13) break;
+        }
+        t[i] = static_cast<float>(z);
+      }
+      return t;
+    }();
+    return table.data();
+  }
+
   uint64_t s_[4];
-  float spare_ = 0;
-  bool have_spare_ = false;
+  uint64_t bits_ = 0;
+  int bits_left_ = 0;
 };
 
 // --- per-weight geometry

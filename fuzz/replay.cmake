@@ -16,3 +16,12 @@ target_link_libraries(output_parser_replay PRIVATE deepinfer_tokenizer)
 add_test(NAME fuzz_replay.output_parser
          COMMAND output_parser_replay ${DEEPINFER_FUZZ_DIR}/corpus/output_parser)
 set_tests_properties(fuzz_replay.output_parser PROPERTIES LABELS tokenizer)
+
+add_executable(tokenizer_roundtrip_replay ${DEEPINFER_FUZZ_DIR}/tokenizer_roundtrip_fuzz.cc
+                                          ${DEEPINFER_FUZZ_DIR}/replay_main.cc)
+target_link_libraries(tokenizer_roundtrip_replay PRIVATE deepinfer_tokenizer)
+target_compile_definitions(tokenizer_roundtrip_replay PRIVATE
+                           DEEPINFER_TOKENIZER_DIR="${DEEPINFER_TOKENIZER_DIR}")
+add_test(NAME fuzz_replay.tokenizer_roundtrip
+         COMMAND tokenizer_roundtrip_replay ${DEEPINFER_FUZZ_DIR}/corpus/tokenizer_roundtrip)
+set_tests_properties(fuzz_replay.tokenizer_roundtrip PROPERTIES LABELS tokenizer)

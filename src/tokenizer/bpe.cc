@@ -1,6 +1,8 @@
 #include "tokenizer/bpe.h"
 
+#include <bit>
 #include <queue>
+#include <unordered_map>
 
 #include "tokenizer/word_cache.h"
 
@@ -31,7 +33,10 @@ StatusOr<BpeModel> BpeModel::Build(const std::vector<std::pair<std::string, int3
     }
     model.byte_ids_[b] = it->second;
   }
-  model.merges_.reserve(merges.size() * 2);
+  size_t n_slots = 16;
+  while (n_slots < merges.size() * 2) n_slots *= 2;
+  model.merge_slots_.assign(n_slots, MergeSlot{});
+  model.merge_shift_ = 64 - std::countr_zero(n_slots);
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
@@ -42,16 +47,17 @@ StatusOr<BpeModel> BpeModel::Build(const std::vector<std::pair<std::string, int3
                              left + " " + right + "\" refers to a token not in model.vocab");
     }
     // A repeated pair keeps its first (lowest) rank.
-    model.merges_.try_emplace(PairKey(l->second, r->second),
-                              MergeResult{static_cast<int32_t>(rank), j->second});
+    const uint64_t key = PairKey(l->second, r->second);
+    size_t i = (key * 0x9E3779B97F4A7C15ull) >> model.merge_shift_;
+    while (model.merge_slots_[i].rank != kNoMerge && model.merge_slots_[i].key != key) {
+      i = (i + 1) & (n_slots - 1);
+    }
+    if (model.merge_slots_[i].rank == kNoMerge) {
+      model.merge_slots_[i] = {key, static_cast<int32_t>(rank), j->second};
+    }
   }
   model.cache_ = std::make_unique<WordCache>(kCacheCapacity);
   return model;
-}
-
-const BpeModel::MergeResult* BpeModel::FindMerge(int32_t a, int32_t b) const {
-  const auto it = merges_.find(PairKey(a, b));
-  return it == merges_.end() ? nullptr : &it->second;
 }
 
 void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
@@ -67,8 +73,52 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) cons
 }
 
 void BpeModel::EncodeWordUncached(std::string_view word, std::vector<int32_t>* ids) const {
+  if (word.empty()) return;
+  if (word.size() <= kSmallWord) {
+    EncodeSmall(word, ids);
+  } else {
+    EncodeLarge(word, ids);
+  }
+}
+
+void BpeModel::EncodeSmall(std::string_view word, std::vector<int32_t>* ids) const {
+  // sym[i] and the merge of (sym[i], sym[i + 1]) in rank[i]/merged[i]; a merge at i replaces
+  // sym[i], shifts the tail left by one and refreshes only the two pairs it touched. The lowest
+  // rank wins, the leftmost among equal ranks (the strict < of the scan).
+  int32_t sym[kSmallWord], rank[kSmallWord], merged[kSmallWord];
+  int n = static_cast<int>(word.size());
+  auto refresh = [&](int i) {
+    const MergeSlot& m = FindMerge(sym[i], sym[i + 1]);
+    rank[i] = m.rank;
+    merged[i] = m.id;
+  };
+  for (int i = 0; i < n; ++i) sym[i] = byte_ids_[static_cast<uint8_t>(word[i])];
+  for (int i = 0; i + 1 < n; ++i) refresh(i);
+  while (n > 1) {
+    int best = -1;
+    int32_t best_rank = kNoMerge;
+    for (int i = 0; i + 1 < n; ++i) {
+      if (rank[i] < best_rank) {
+        best_rank = rank[i];
+        best = i;
+      }
+    }
+    if (best < 0) break;
+    sym[best] = merged[best];
+    for (int i = best + 1; i + 1 < n; ++i) {
+      sym[i] = sym[i + 1];
+      rank[i] = rank[i + 1];
+      merged[i] = merged[i + 1];
+    }
+    --n;
+    if (best > 0) refresh(best - 1);
+    if (best + 1 < n) refresh(best);
+  }
+  ids->insert(ids->end(), sym, sym + n);
+}
+
+void BpeModel::EncodeLarge(std::string_view word, std::vector<int32_t>* ids) const {
   const int n = static_cast<int>(word.size());
-  if (n == 0) return;
   // Symbols as a doubly linked list over the initial byte positions; a merge keeps the left
   // symbol (its position stays the tie-breaker) and unlinks the right one.
   std::vector<int32_t> sym(n);
@@ -89,8 +139,8 @@ void BpeModel::EncodeWordUncached(std::string_view word, std::vector<int32_t>* i
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   auto push = [&](int pos) {
     if (pos < 0 || next[pos] < 0) return;
-    const MergeResult* m = FindMerge(sym[pos], sym[next[pos]]);
-    if (m != nullptr) heap.push({m->rank, pos, sym[pos], sym[next[pos]]});
+    const MergeSlot& m = FindMerge(sym[pos], sym[next[pos]]);
+    if (m.rank != kNoMerge) heap.push({m.rank, pos, sym[pos], sym[next[pos]]});
   };
   for (int i = 0; i + 1 < n; ++i) push(i);
   std::vector<bool> alive(n, true);
@@ -100,7 +150,7 @@ void BpeModel::EncodeWordUncached(std::string_view word, std::vector<int32_t>* i
     if (!alive[c.pos] || next[c.pos] < 0) continue;
     const int right = next[c.pos];
     if (sym[c.pos] != c.left || sym[right] != c.right) continue;
-    sym[c.pos] = FindMerge(c.left, c.right)->id;
+    sym[c.pos] = FindMerge(c.left, c.right).id;
     alive[right] = false;
     next[c.pos] = next[right];
     if (next[right] >= 0) prev[next[right]] = c.pos;

@@ -11,7 +11,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -44,18 +43,37 @@ class BpeModel {
   void EncodeWordUncached(std::string_view word, std::vector<int32_t>* ids) const;
 
  private:
-  struct MergeResult {
-    int32_t rank;
-    int32_t id;
+  // Words up to this many bytes merge in place in small arrays (a linear scan for the lowest
+  // rank, O(n^2) but no allocation); longer ones use a linked list and a heap.
+  static constexpr int kSmallWord = 96;
+  static constexpr int32_t kNoMerge = INT32_MAX;
+
+  // Merge table: open addressing over (left id, right id) keys, linear probing.
+  struct MergeSlot {
+    uint64_t key = ~uint64_t{0};  // empty
+    int32_t rank = kNoMerge;
+    int32_t id = -1;
   };
   BpeModel();
   static uint64_t PairKey(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
-  const MergeResult* FindMerge(int32_t a, int32_t b) const;
+  // The merge of the pair (a, b), or a slot with rank kNoMerge.
+  const MergeSlot& FindMerge(int32_t a, int32_t b) const {
+    const uint64_t key = PairKey(a, b);
+    size_t i = (key * 0x9E3779B97F4A7C15ull) >> merge_shift_;
+    while (true) {
+      const MergeSlot& slot = merge_slots_[i];
+      if (slot.key == key || slot.rank == kNoMerge) return slot;
+      i = (i + 1) & (merge_slots_.size() - 1);
+    }
+  }
+  void EncodeSmall(std::string_view word, std::vector<int32_t>* ids) const;
+  void EncodeLarge(std::string_view word, std::vector<int32_t>* ids) const;
 
   std::array<int32_t, 256> byte_ids_{};
-  std::unordered_map<uint64_t, MergeResult> merges_;
+  std::vector<MergeSlot> merge_slots_;  // power-of-two size, at most half full
+  int merge_shift_ = 64;
   std::unique_ptr<WordCache> cache_;
 };
 

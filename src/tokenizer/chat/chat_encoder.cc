@@ -1,5 +1,6 @@
 #include "tokenizer/chat/chat_encoder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tokenizer/chat/python_json.h"

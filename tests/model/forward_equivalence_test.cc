@@ -161,6 +161,33 @@ TEST_F(ForwardEquivalenceTest, BatchOfFourGivesEachSequenceItsOwnLogits) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i], alone[i]) << "sequence " << i;
 }
 
+TEST_F(ForwardEquivalenceTest, MappedWeightsGiveThePackedResults) {
+  // Computing from the mmap'd checkpoint layout (what a checkpoint larger than RAM uses) must give
+  // the packed kernels' numbers bit for bit.
+  LoadOptions lo;
+  lo.residency = WeightResidency::kMapped;
+  auto mapped = Model::Load(kFixture, lo);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  ASSERT_FALSE((*mapped)->weights().layers[0].attn.wq_a.fp8.has_value());
+  ASSERT_NE((*mapped)->weights().layers[0].attn.wq_a.codes, nullptr);
+  ForwardOptions opt;
+  opt.all_logits = true;
+  std::vector<float> a, b;
+  for (Model* m : {model_, mapped->get()}) {
+    SequenceState s = m->NewSequence();
+    ForwardInput in{&s, std::span<const int32_t>(ids_).first(30)};
+    ForwardOutput out;
+    ASSERT_TRUE(m->Forward(std::span(&in, 1), opt, &out).ok());
+    ForwardInput step{&s, std::span<const int32_t>(ids_).subspan(30, 1)};
+    ForwardOutput out2;
+    ASSERT_TRUE(m->Forward(std::span(&step, 1), opt, &out2).ok());
+    auto& dst = (m == model_) ? a : b;
+    dst = out.logits;
+    dst.insert(dst.end(), out2.logits.begin(), out2.logits.end());
+  }
+  EXPECT_EQ(a, b);
+}
+
 TEST_F(ForwardEquivalenceTest, RejectsBadInput) {
   SequenceState s = model_->NewSequence();
   std::vector<int32_t> bad = {0, model_->config().vocab_size};

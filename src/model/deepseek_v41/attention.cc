@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/phase_timer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/kv_qdq.h"
@@ -121,6 +122,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   const int rd = c.rope_head_dim;
   const int64_t win = c.window_size;
 
+  ScopedPhase phase_proj("attn.qkv");
   // qr = q_norm(wq_a·x); q = wq_b·qr with RoPE on each head's tail.
   std::vector<uint16_t> qr(rows * ql);
   aw.wq_a.Apply(x, rows, dim, qr.data(), ql, pool);
@@ -141,6 +143,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   }
 
   if (d.has_compressed_kv()) {
+    ScopedPhase phase("attn.compressor+indexer");
     if (d.owns_compressor) {
       std::vector<int64_t> emitted;
       RunCompressor(*ctx, li, x, &emitted);
@@ -154,6 +157,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   }
 
   std::vector<uint16_t> o(rows * qw);
+  ScopedPhase phase_attend("attn.sparse");
   for (const Segment& seg : ctx->segments) AttendSegment(*ctx, li, seg, q.data(), kv.data(), o.data());
   // The ring keeps the last `window` positions of every segment.
   for (const Segment& seg : ctx->segments) {
@@ -168,6 +172,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
     kernels::ApplyRope(o.data() + r * qw, heads, hd, static_cast<int>(hd), rd,
                        cos_sin.data() + r * rd, true);
   }
+  ScopedPhase phase_out("attn.wo");
   // Grouped wo_a (block-diagonal, bf16), then wo_b.
   const int64_t groups = c.o_groups, gin = qw / groups, lora = c.o_lora_rank;
   std::vector<uint16_t> u(rows * groups * lora);

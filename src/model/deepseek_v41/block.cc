@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/phase_timer.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "model/deepseek_v41/mhc.h"
 #include "model/deepseek_v41/moe.h"
@@ -34,16 +35,22 @@ void RunBlock(const BatchContext& ctx, int li, const AttentionFn& attention, uin
   std::vector<float> f_post(rows * hc), f_comb(rows * hc * hc);
   std::vector<uint16_t> in(rows * dim), y(rows * dim), x1(rows * hc * dim);
 
-  HcMixes(c, w.hc_attn, x, rows, a_pre.data(), a_post.data(), a_comb.data(), *ctx.pool);
-  HcCollapse(c, x, pre, rows, in.data());
-  Norm(w.attn_norm, in.data(), rows, dim, c.norm_eps);
+  {
+    ScopedPhase phase("hc");
+    HcMixes(c, w.hc_attn, x, rows, a_pre.data(), a_post.data(), a_comb.data(), *ctx.pool);
+    HcCollapse(c, x, pre, rows, in.data());
+    Norm(w.attn_norm, in.data(), rows, dim, c.norm_eps);
+  }
   attention(in.data(), y.data());
-  HcPost(c, y.data(), x, a_post.data(), a_comb.data(), rows, x1.data(), *ctx.pool);
-
-  HcMixes(c, w.hc_ffn, x1.data(), rows, pre, f_post.data(), f_comb.data(), *ctx.pool);
-  HcCollapse(c, x1.data(), a_pre.data(), rows, in.data());
-  Norm(w.ffn_norm, in.data(), rows, dim, c.norm_eps);
+  {
+    ScopedPhase phase("hc");
+    HcPost(c, y.data(), x, a_post.data(), a_comb.data(), rows, x1.data(), *ctx.pool);
+    HcMixes(c, w.hc_ffn, x1.data(), rows, pre, f_post.data(), f_comb.data(), *ctx.pool);
+    HcCollapse(c, x1.data(), a_pre.data(), rows, in.data());
+    Norm(w.ffn_norm, in.data(), rows, dim, c.norm_eps);
+  }
   RunMoe(ctx, li, in.data(), y.data());
+  ScopedPhase phase("hc");
   HcPost(c, y.data(), x1.data(), f_post.data(), f_comb.data(), rows, x, *ctx.pool);
 }
 

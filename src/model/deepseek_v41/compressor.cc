@@ -8,7 +8,6 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/exp_f32.h"
 #include "kernels/cpu/gemm_bf16.h"
-#include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/kv_qdq.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -88,13 +87,13 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
   }
 
   // Pooling compressor: fp32 projections of x.float().
-  std::vector<float> xf(rows * dim);
-  for (int64_t i = 0; i < rows * dim; ++i) xf[i] = Bf16ToFloat(x[i]);
+  // fp32 projections of x.float() with bf16-exact weights: exact products, so the bf16 GEMM with
+  // fp32 output computes the same sums.
   std::vector<float> kv(rows * hd), score(rows * hd);
-  kernels::GemmF32(cw.wkv.data, cw.wkv.dtype, hd, dim, dim, xf.data(), rows, dim, kv.data(),
-                   DType::kF32, hd, ctx.pool);
-  kernels::GemmF32(cw.wgate.data, cw.wgate.dtype, hd, dim, dim, xf.data(), rows, dim,
-                   score.data(), DType::kF32, hd, ctx.pool);
+  kernels::GemmBf16(cw.wkv.bf16(), hd, dim, dim, x, rows, dim, kv.data(), DType::kF32, hd,
+                    ctx.pool);
+  kernels::GemmBf16(cw.wgate.bf16(), hd, dim, dim, x, rows, dim, score.data(), DType::kF32, hd,
+                    ctx.pool);
   std::vector<float> pooled(hd);
   std::vector<uint16_t> latent(hd);
   std::vector<float> e(ratio);

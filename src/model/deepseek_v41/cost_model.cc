@@ -7,6 +7,7 @@ namespace {
 
 int64_t DenseBytes(const DenseLinear& d) {
   if (d.fp8) return d.fp8->StreamBytes();
+  if (d.codes) return d.n * d.k + (d.n + 31) / 32 * (d.k / 32);
   return d.n * d.k * 2;
 }
 
@@ -14,8 +15,11 @@ int64_t PlainBytes(const PlainMatrix& m) {
   return m.data ? m.n * m.k * (m.dtype == DType::kF32 ? 4 : 2) : 0;
 }
 
-int64_t ExpertBytes(const ExpertWeights& e) {
+int64_t ExpertBytes(const ExpertWeights& e, const ModelConfig& c) {
   if (e.w13) return static_cast<int64_t>(e.w13->bytes() + e.w2->bytes());
+  if (e.w1_mapped.weight) {  // nibble pairs + one ue8m0 per 32 inputs, 3 matrices
+    return 3 * static_cast<int64_t>(c.moe_inter_dim) * c.dim * 17 / 32;
+  }
   return PlainBytes(e.w1_bf16) + PlainBytes(e.w3_bf16) + PlainBytes(e.w2_bf16);
 }
 
@@ -39,7 +43,7 @@ int64_t DecodeWeightBytesPerToken(const Model& model) {
                PlainBytes(a.indexer->wk);
     }
     bytes += PlainBytes(lw.moe.gate);
-    bytes += d.n_activated_experts * ExpertBytes(lw.moe.experts[0]);
+    bytes += d.n_activated_experts * ExpertBytes(lw.moe.experts[0], c);
     bytes += DenseBytes(lw.moe.shared.w1) + DenseBytes(lw.moe.shared.w2) +
              DenseBytes(lw.moe.shared.w3);
     if (lw.engram) {

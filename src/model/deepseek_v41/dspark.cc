@@ -14,7 +14,6 @@
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_bf16.h"
-#include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/kv_qdq.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -182,29 +181,29 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
   HcCollapse(c, x.data(), pre.data(), block, d.hidden.data());
   std::vector<uint16_t> normed = d.hidden;
   Norm(head.norm, normed.data(), block, dim, c.norm_eps);
-  std::vector<float> nf(block * dim);
-  for (int64_t i = 0; i < block * dim; ++i) nf[i] = Bf16ToFloat(normed[i]);
   d.logits.assign(block * vocab, 0.0f);
-  kernels::GemmF32(weights_.head.data, weights_.head.dtype, vocab, dim, dim, nf.data(), block, dim,
-                   d.logits.data(), DType::kF32, vocab, pool_);
+  kernels::GemmBf16(weights_.head.bf16(), vocab, dim, dim, normed.data(), block, dim,
+                    d.logits.data(), DType::kF32, vocab, pool_);
 
   const int64_t rank = c.dspark_markov_rank;
   d.ids.assign(block + 1, 0);
   d.ids[0] = token;
   d.confidence.assign(block, 0.0f);
-  std::vector<float> e(rank), bias(vocab), joint(dim + rank);
+  // The Markov and confidence heads run in fp32 on bf16 values (exact products): bf16 GEMMs
+  // with fp32 output.
+  std::vector<float> bias(vocab);
+  std::vector<uint16_t> joint(dim + rank);
   for (int64_t i = 0; i < block; ++i) {
     const uint16_t* emb = head.markov_embed.bf16() + static_cast<int64_t>(d.ids[i]) * rank;
-    for (int64_t j = 0; j < rank; ++j) e[j] = Bf16ToFloat(emb[j]);
-    kernels::GemmF32(head.markov_head.data, head.markov_head.dtype, vocab, rank, rank, e.data(), 1,
-                     rank, bias.data(), DType::kF32, vocab, pool_);
+    kernels::GemmBf16(head.markov_head.bf16(), vocab, rank, rank, emb, 1, rank, bias.data(),
+                      DType::kF32, vocab, pool_);
     float* li = d.logits.data() + i * vocab;
     for (int64_t v = 0; v < vocab; ++v) li[v] = li[v] + bias[v];
     d.ids[i + 1] = ArgMax(li, vocab);
-    for (int64_t j = 0; j < dim; ++j) joint[j] = Bf16ToFloat(d.hidden[i * dim + j]);
-    std::copy(e.begin(), e.end(), joint.begin() + dim);
-    kernels::GemmF32(head.confidence.data, head.confidence.dtype, 1, dim + rank, dim + rank,
-                     joint.data(), 1, dim + rank, &d.confidence[i], DType::kF32, 1, nullptr);
+    std::copy_n(d.hidden.data() + i * dim, dim, joint.data());
+    std::copy_n(emb, rank, joint.data() + dim);
+    kernels::GemmBf16(head.confidence.bf16(), 1, dim + rank, dim + rank, joint.data(), 1,
+                      dim + rank, &d.confidence[i], DType::kF32, 1, nullptr);
   }
   return d;
 }

@@ -6,6 +6,7 @@
 #include "core/bf16.h"
 #include "core/check.h"
 #include "core/e4m3.h"
+#include "core/phase_timer.h"
 #include "core/thread_pool.h"
 #include "core/ue8m0.h"
 #include "kernels/cpu/exp_f32.h"
@@ -21,6 +22,7 @@ void ApplyEngram(const ModelConfig& c, const EngramWeights& w, const int64_t* ha
   const int64_t dim = c.dim;
   const int64_t out_w = static_cast<int64_t>(hc + 1) * dim;
 
+  ScopedPhase phase("engram");
   // Gather and dequantize the table rows.
   std::vector<uint16_t> emb(rows * in);
   for (int64_t r = 0; r < rows; ++r) {

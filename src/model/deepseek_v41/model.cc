@@ -6,8 +6,9 @@
 
 #include "core/bf16.h"
 #include "core/check.h"
+#include "core/phase_timer.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "model/deepseek_v41/attention.h"
@@ -25,7 +26,8 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadO
   DI_ASSIGN_OR_RETURN(io::Checkpoint ck, io::Checkpoint::Open(dir));
   m->checkpoint_ = std::make_unique<io::Checkpoint>(std::move(ck));
   DI_ASSIGN_OR_RETURN(m->weights_,
-                      LoadModelWeights(*m->checkpoint_, m->config_, m->layers_, *m->pool_));
+                      LoadModelWeights(*m->checkpoint_, m->config_, m->layers_,
+                                       options.residency, *m->pool_));
   DI_ASSIGN_OR_RETURN(m->engram_plan_, BuildEngramHashPlan(m->config_));
   if (!m->config_.engram_layer_ids.empty()) {
     DI_RETURN_IF_ERROR(CheckEngramNumEmbeddings(m->engram_plan_, m->config_));
@@ -158,6 +160,7 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
     }
   }
 
+  ScopedPhase phase_head("head");
   // Final collapse, norm, fp32 head.
   out->final_hidden.assign(rows * dim, 0);
   HcCollapse(c, x.data(), pre.data(), rows, out->final_hidden.data());
@@ -184,11 +187,11 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   np.dim = dim;
   np.eps = static_cast<float>(c.norm_eps);
   kernels::RmsNorm(np);
-  std::vector<float> nf(n_logit * dim);
-  for (int64_t i = 0; i < n_logit * dim; ++i) nf[i] = Bf16ToFloat(normed[i]);
+  // The reference's fp32 head on bf16 values: the products are exact in fp32, so the bf16 GEMM
+  // with fp32 output computes the same sums (in its own order).
   out->logits.assign(n_logit * vocab, 0.0f);
-  kernels::GemmF32(weights_.head.data, weights_.head.dtype, vocab, dim, dim, nf.data(), n_logit,
-                   dim, out->logits.data(), DType::kF32, vocab, pool_);
+  kernels::GemmBf16(weights_.head.bf16(), vocab, dim, dim, normed.data(), n_logit, dim,
+                    out->logits.data(), DType::kF32, vocab, pool_);
 
   for (size_t s = 0; s < inputs.size(); ++s) {
     SequenceState& st = *inputs[s].state;

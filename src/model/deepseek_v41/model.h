@@ -75,6 +75,7 @@ struct LoadOptions {
   // engram_token_map.json in the model folder is used when present; else this map (e.g. built
   // from the tokenizer) must be given for a model with Engram layers.
   std::optional<EngramTokenMap> engram_token_map;
+  WeightResidency residency = WeightResidency::kAuto;
 };
 
 class Model {

@@ -5,10 +5,10 @@
 
 #include "core/bf16.h"
 #include "core/check.h"
+#include "core/phase_timer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/gemm_bf16.h"
-#include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/mxfp4_gemm.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cpu/topk.h"
@@ -59,12 +59,13 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
   const int64_t n_exp = d.n_routed_experts, top = d.n_activated_experts;
   const float limit = static_cast<float>(c.swiglu_limit);
 
+  ScopedPhase phase("moe");
   // Router, fp32.
-  std::vector<float> xf(rows * dim);
-  for (int64_t i = 0; i < rows * dim; ++i) xf[i] = Bf16ToFloat(x[i]);
+  // x.float() · gate.float()ᵀ: bf16 products are exact in fp32, so a bf16 GEMM with fp32
+  // output computes the same sums.
   std::vector<float> logits(rows * n_exp);
-  kernels::GemmF32(mw.gate.data, mw.gate.dtype, n_exp, dim, dim, xf.data(), rows, dim,
-                   logits.data(), DType::kF32, n_exp, &pool);
+  kernels::GemmBf16(mw.gate.bf16(), n_exp, dim, dim, x, rows, dim, logits.data(), DType::kF32,
+                    n_exp, &pool);
   std::vector<int32_t> chosen(rows * top);
   std::vector<float> weight(rows * top);
   std::vector<float> biased(n_exp);
@@ -118,7 +119,23 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
     const int64_t m = static_cast<int64_t>(members.size());
     const ExpertWeights& ew = mw.experts[e];
     std::vector<uint16_t> gu(m * 2 * inter), h(m * inter), y(m * dim);
-    if (ew.w13) {
+    if (ew.w1_mapped.weight) {
+      // Mapped MXFP4: the reference kernel on the checkpoint layout.
+      std::vector<uint16_t> xs(m * dim);
+      for (int64_t i = 0; i < m; ++i) std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
+      kernels::Mxfp4GemmRef(ew.w1_mapped.weight, ew.w1_mapped.scale, inter, dim, xs.data(), m, dim,
+                            gu.data(), DType::kBF16, 2 * inter);
+      kernels::Mxfp4GemmRef(ew.w3_mapped.weight, ew.w3_mapped.scale, inter, dim, xs.data(), m, dim,
+                            gu.data() + inter, DType::kBF16, 2 * inter);
+      SwiGluRows(gu.data(), gu.data() + inter, 2 * inter, member_w.data(), m, inter, limit,
+                 h.data());
+      std::vector<uint16_t> hq(m * inter);
+      for (int64_t i = 0; i < m; ++i) {
+        kernels::QuantizeActScaledBf16(h.data() + i * inter, inter, hq.data() + i * inter);
+      }
+      kernels::Mxfp4GemmRef(ew.w2_mapped.weight, ew.w2_mapped.scale, dim, inter, hq.data(), m,
+                            inter, y.data(), DType::kBF16, dim);
+    } else if (ew.w13) {
       std::vector<uint16_t> xs(m * dim);
       for (int64_t i = 0; i < m; ++i) std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
       kernels::Mxfp4Gemm(ew.w13->view(), xs.data(), m, dim, gu.data(), DType::kBF16, 2 * inter,
@@ -150,7 +167,7 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
 
   // Shared expert (dense FP8, no routing weight).
   std::vector<uint16_t> g(rows * inter), u(rows * inter), h(rows * inter), y(rows * dim);
-  const uint16_t* xin = mw.shared.w1.fp8 ? xq.data() : x;  // bf16 weights take x as is
+  const uint16_t* xin = mw.shared.w1.quantized() ? xq.data() : x;  // bf16 weights take x as is
   mw.shared.w1.ApplyQuantized(xin, rows, dim, g.data(), inter, pool);
   mw.shared.w3.ApplyQuantized(xin, rows, dim, u.data(), inter, pool);
   SwiGluRows(g.data(), u.data(), inter, nullptr, rows, inter, limit, h.data());

@@ -1,5 +1,7 @@
 #include "model/deepseek_v41/weights.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -10,13 +12,41 @@
 #include "core/thread_pool.h"
 #include "core/ue8m0.h"
 #include "kernels/cpu/act_quant.h"
+#include "kernels/cpu/fp8_gemm_ref.h"
 #include "kernels/cpu/gemm_bf16.h"
 
 namespace deepinfer::model {
 
+namespace {
+
+// FP8 on the mapped checkpoint layout: the reference kernel over 32-row slices in parallel.
+void MappedFp8(const DenseLinear& d, const uint16_t* xq, int64_t m, int64_t ldx, uint16_t* out,
+               int64_t ldo, ThreadPool& pool) {
+  std::vector<uint16_t> dense(m * d.k);
+  for (int64_t r = 0; r < m; ++r) std::copy_n(xq + r * ldx, d.k, dense.data() + r * d.k);
+  const int64_t tiles = (d.n + 31) / 32, kb = (d.k + 31) / 32;
+  pool.ParallelFor(tiles, 1, [&](int64_t t0, int64_t t1) {
+    const int64_t n0 = t0 * 32, n1 = std::min(d.n, t1 * 32);
+    std::vector<float> part(m * (n1 - n0));
+    kernels::Fp8GemmRefQuantized(dense.data(), m, d.k, d.codes + n0 * d.k, d.scales + t0 * kb,
+                                 n1 - n0, part.data());
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t n = n0; n < n1; ++n) out[r * ldo + n] = FloatToBf16(part[r * (n1 - n0) + n - n0]);
+    }
+  });
+}
+
+}  // namespace
+
 void DenseLinear::Apply(const uint16_t* x, int64_t m, int64_t ldx, uint16_t* out, int64_t ldo,
                         ThreadPool& pool) const {
   if (m == 0) return;
+  if (codes) {
+    std::vector<uint16_t> xq(m * k);
+    for (int64_t r = 0; r < m; ++r) kernels::QuantizeActScaledBf16(x + r * ldx, k, xq.data() + r * k);
+    MappedFp8(*this, xq.data(), m, k, out, ldo, pool);
+    return;
+  }
   if (fp8) {
     kernels::Fp8GemmParams p;
     p.x = x;
@@ -36,6 +66,10 @@ void DenseLinear::Apply(const uint16_t* x, int64_t m, int64_t ldx, uint16_t* out
 void DenseLinear::ApplyQuantized(const uint16_t* xq, int64_t m, int64_t ldx, uint16_t* out,
                                  int64_t ldo, ThreadPool& pool) const {
   if (m == 0) return;
+  if (codes) {
+    MappedFp8(*this, xq, m, ldx, out, ldo, pool);
+    return;
+  }
   if (fp8) {
     kernels::Fp8GemmParams p;
     p.x = xq;
@@ -67,7 +101,8 @@ std::string ShapeStr(const std::vector<int64_t>& shape) {
 // the first, so a broken checkpoint is described in one error.
 class TensorLoader {
  public:
-  TensorLoader(const io::Checkpoint& ck, const ModelConfig& config) : ck_(ck), config_(config) {}
+  TensorLoader(const io::Checkpoint& ck, const ModelConfig& config, bool packed)
+      : ck_(ck), config_(config), packed_(packed) {}
 
   const TensorView* Get(const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
     const TensorView* t = ck_.Find(name);
@@ -109,7 +144,10 @@ class TensorLoader {
     if (config_.dtype == WeightFormat::kFp8) {
       const TensorView* w = Get(prefix + ".weight", DType::kF8E4M3, {n, k});
       const TensorView* s = Get(prefix + ".scale", DType::kF8E8M0, {(n + 31) / 32, (k + 31) / 32});
-      if (w && s) {
+      if (w && s && !packed_) {
+        d.codes = reinterpret_cast<const uint8_t*>(w->data);
+        d.scales = reinterpret_cast<const uint8_t*>(s->data);
+      } else if (w && s) {
         auto packed = kernels::PackFp8Matrix(reinterpret_cast<const uint8_t*>(w->data),
                                              reinterpret_cast<const uint8_t*>(s->data), n, k);
         if (!packed.ok()) {
@@ -175,6 +213,12 @@ class TensorLoader {
     kernels::Mxfp4Source w1 = source(prefix + ".w1", inter, dim);
     kernels::Mxfp4Source w3 = source(prefix + ".w3", inter, dim);
     kernels::Mxfp4Source w2 = source(prefix + ".w2", dim, inter);
+    if (!packed_) {
+      e.w1_mapped = w1;
+      e.w3_mapped = w3;
+      e.w2_mapped = w2;
+      return e;
+    }
     if (w1.weight && w3.weight) {
       auto fused = kernels::PackedMxfp4Matrix::PackFused(w1, w3, dim);
       if (fused.ok()) {
@@ -212,6 +256,7 @@ class TensorLoader {
  private:
   const io::Checkpoint& ck_;
   const ModelConfig& config_;
+  bool packed_;
   std::vector<std::string> missing_;
   std::vector<std::string> errors_;
 };
@@ -304,12 +349,13 @@ EngramWeights LoadEngram(TensorLoader& t, const std::string& p, const LayerDescr
 StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint,
                                         const ModelConfig& c,
                                         const std::vector<LayerDescriptor>& layers,
-                                        ThreadPool& pool) {
+                                        WeightResidency residency, ThreadPool& pool) {
   if (c.vision_enabled()) {
     return Unimplemented("vision tower checkpoints are not supported yet");
   }
   (void)pool;  // packing is single-threaded for now
-  TensorLoader t(checkpoint, c);
+  TensorLoader t(checkpoint, c,
+                 ResolveResidency(residency, checkpoint.total_bytes()) == WeightResidency::kPacked);
   ModelWeights w;
   const int64_t vocab = c.vocab_size, dim = c.dim;
   w.embed = t.Bf16("embed.weight", {vocab, dim});
@@ -344,6 +390,15 @@ StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint,
   }
   DI_RETURN_IF_ERROR(t.Finish());
   return w;
+}
+
+WeightResidency ResolveResidency(WeightResidency requested, uint64_t tensor_bytes) {
+  if (requested != WeightResidency::kAuto) return requested;
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  const double ram = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0.0;
+  return static_cast<double>(tensor_bytes) < 0.5 * ram ? WeightResidency::kPacked
+                                                        : WeightResidency::kMapped;
 }
 
 }  // namespace deepinfer::model

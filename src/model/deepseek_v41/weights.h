@@ -2,9 +2,11 @@
 //
 // Views (bf16 norms, fp32 hc/sink/bias vectors, bf16 projections, the Engram table) point into the
 // mmap'd checkpoint, so they cost no RAM until touched. FP8 dense and MXFP4 expert matrices are
-// repacked once into the kernels' panel layouts (kernels/cpu/fp8_gemm.h, mxfp4_gemm.h), which
-// copies them; `wo_a` is dequantized to bf16 as the release's convert.py does (the module tree
-// holds it in bf16 and never quantizes its activation).
+// either repacked once into the kernels' panel layouts (kernels/cpu/fp8_gemm.h, mxfp4_gemm.h),
+// which copies them into RAM (kPacked, fast), or used in place through the mapping with the
+// reference kernels on the checkpoint layout (kMapped: a checkpoint larger than RAM opens and pages
+// in on use; same numbers, slower). `wo_a` is dequantized to bf16 as the release's convert.py does
+// (the module tree holds it in bf16 and never quantizes its activation).
 //
 // Names, shapes and block layouts follow the release (fixture README "Checkpoint layout");
 // Load() checks every tensor it uses and fails with one error listing all problems.
@@ -31,11 +33,20 @@ namespace deepinfer::model {
 
 // A [n, k] projection y = x·Wᵀ as the reference's `linear` runs it: FP8 weights quantize the
 // activation to e4m3 first (bf16 out); bf16 weights are a plain bf16 GEMM.
+enum class WeightResidency {
+  kAuto,    // packed when the checkpoint's tensors take less than half of physical RAM
+  kPacked,  // repack FP8 / MXFP4 into the kernels' layouts (RAM copy)
+  kMapped,  // compute from the mapped checkpoint layout
+};
+
 struct DenseLinear {
   int64_t n = 0;
   int64_t k = 0;
-  std::optional<kernels::PackedFp8Matrix> fp8;  // set for FP8 checkpoints
+  std::optional<kernels::PackedFp8Matrix> fp8;  // FP8, packed
+  const uint8_t* codes = nullptr;               // FP8, mapped: e4m3 [n][k]
+  const uint8_t* scales = nullptr;              // FP8, mapped: ue8m0 [ceil(n/32)][k/32]
   const uint16_t* bf16 = nullptr;               // set for bf16 checkpoints
+  bool quantized() const { return fp8.has_value() || codes != nullptr; }
   // out[m][n] = x[m]·Wᵀ rounded to bf16. x rows ldx apart, out rows ldo apart.
   void Apply(const uint16_t* x, int64_t m, int64_t ldx, uint16_t* out, int64_t ldo,
              ThreadPool& pool) const;
@@ -58,6 +69,9 @@ struct PlainMatrix {
 struct ExpertWeights {
   std::optional<kernels::PackedMxfp4Matrix> w13;
   std::optional<kernels::PackedMxfp4Matrix> w2;
+  // MXFP4, mapped (checkpoint layout).
+  kernels::Mxfp4Source w1_mapped, w3_mapped, w2_mapped;
+  bool mxfp4() const { return w13.has_value() || w1_mapped.weight != nullptr; }
   // bf16 experts (a bf16 checkpoint): plain matrices.
   PlainMatrix w1_bf16, w3_bf16, w2_bf16;
 };
@@ -143,6 +157,9 @@ struct ModelWeights {
 StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint,
                                         const ModelConfig& config,
                                         const std::vector<LayerDescriptor>& layers,
-                                        ThreadPool& pool);
+                                        WeightResidency residency, ThreadPool& pool);
+
+// kAuto resolved for a checkpoint of `tensor_bytes`.
+WeightResidency ResolveResidency(WeightResidency requested, uint64_t tensor_bytes);
 
 }  // namespace deepinfer::model

@@ -15,6 +15,7 @@
 #include "model/deepseek_v41/block.h"
 #include "model/deepseek_v41/engram.h"
 #include "model/deepseek_v41/mhc.h"
+#include "model/deepseek_v41/weight_manifest.h"
 
 namespace deepinfer::model {
 
@@ -25,6 +26,9 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadO
   m->layers_ = BuildLayerDescriptors(m->config_);
   DI_ASSIGN_OR_RETURN(io::Checkpoint ck, io::Checkpoint::Open(dir));
   m->checkpoint_ = std::make_unique<io::Checkpoint>(std::move(ck));
+  // Every tensor's name, dtype, shape and block layout against the released layout: one error
+  // lists all missing, unexpected and mismatched tensors.
+  DI_RETURN_IF_ERROR(ValidateCheckpoint(*m->checkpoint_, m->config_));
   DI_ASSIGN_OR_RETURN(m->weights_,
                       LoadModelWeights(*m->checkpoint_, m->config_, m->layers_,
                                        options.residency, *m->pool_));

@@ -4,7 +4,7 @@
 //   BM_Prefill: a 2048-token prefill from position 0 -> GFLOP/s (cost_model.h) and pct_of_peak
 //               against the vdpbf16ps peak measured in the same process.
 // The model folder comes from DEEPINFER_BENCH_MODEL, e.g. one written by
-//   deepinfer make-checkpoint --config bench/configs/v41_released_layers.json --out DIR --seed 1
+//   deepinfer make-checkpoint --config bench/configs/v41_released_shapes_4l.json --out DIR --seed 1
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

@@ -172,6 +172,19 @@ StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(
   if (ec) return Status(StatusCode::kNotFound, dir + ": cannot create directory: " + ec.message());
   // Catch duplicates before any file is written.
   DI_RETURN_IF_ERROR(BuildSafetensorsHeader(tensors, options.metadata).status());
+  // A previous checkpoint in DIR would shadow or mix with this one (Checkpoint::Open prefers an
+  // index): remove its files.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool shard = name.size() == 32 && name.rfind("model-", 0) == 0 &&
+                       name.substr(11, 4) == "-of-" && name.ends_with(".safetensors");
+    if (name == "model.safetensors" || name == "model.safetensors.index.json" || shard) {
+      std::filesystem::remove(entry.path(), ec);
+      if (ec)
+        return Status(StatusCode::kNotFound,
+                      entry.path().string() + ": cannot remove: " + ec.message());
+    }
+  }
   std::unique_ptr<CheckpointWriter> w(new CheckpointWriter());
   w->dir_ = dir;
   w->options_ = options;

@@ -12,8 +12,10 @@
 // DIR/model-00001-of-0000K.safetensors, ... so that each shard's data stays <= the limit (a single
 // tensor larger than the limit gets a shard of its own), and DIR/model.safetensors.index.json
 // ({"metadata": {"total_size": bytes}, "weight_map": {tensor: file}}) is written last. Unsharded:
-// DIR/model.safetensors. Every file is written as "<file>.tmp" and renamed when complete, so a
-// crashed writer never leaves a file that looks finished.
+// DIR/model.safetensors. An existing checkpoint in DIR (model.safetensors, the index,
+// model-NNNNN-of-NNNNN.safetensors) is removed first, so shards of an earlier run cannot shadow
+// or mix with the new files; other files are left alone. Every file is written as "<file>.tmp" and
+// renamed when complete, so a crashed writer never leaves a file that looks finished.
 #pragma once
 
 #include <cstddef>

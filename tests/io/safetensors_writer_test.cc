@@ -168,6 +168,29 @@ TEST(CheckpointWriter, UnshardedWritesModelSafetensors) {
   }
 }
 
+TEST(CheckpointWriter, ReplacesAnEarlierCheckpointInTheDirectory) {
+  const Sample s = MakeSample();
+  TempDir dir;
+  testing::WriteFile(dir.File("notes.txt"), "kept");
+  CheckpointWriterOptions sharded;
+  sharded.max_shard_bytes = 100;
+  for (const CheckpointWriterOptions& o : {sharded, CheckpointWriterOptions{}, sharded}) {
+    auto w = CheckpointWriter::Create(dir.path(), s.entries, o);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    AppendAll(**w, s, 1000);
+    ASSERT_TRUE((*w)->Finish().ok());
+    size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+      files += e.path().filename() != "notes.txt";
+    }
+    EXPECT_EQ(files, o.max_shard_bytes ? 5u : 1u);  // 4 shards + index, or model.safetensors
+    StatusOr<Checkpoint> c = Checkpoint::Open(dir.path());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->files().size(), o.max_shard_bytes ? 4u : 1u);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.File("notes.txt")));
+}
+
 TEST(SafetensorsWriter, MisuseIsAnErrorAndLeavesNoFile) {
   TempDir dir;
   const std::vector<TensorEntry> two = {{"a", DType::kU8, {4}}, {"b", DType::kBF16, {2}}};

@@ -41,4 +41,18 @@ void RmsNorm(const RmsNormParams& p) {
   }
 }
 
+void RmsNormInPlace(const uint16_t* weight, uint16_t* rows, int64_t n_rows, int64_t dim,
+                    double eps) {
+  RmsNormParams p;
+  p.x = rows;
+  p.x_stride = dim;
+  p.weight = weight;
+  p.y = rows;
+  p.y_stride = dim;
+  p.n_rows = n_rows;
+  p.dim = dim;
+  p.eps = static_cast<float>(eps);
+  RmsNorm(p);
+}
+
 }  // namespace deepinfer::kernels

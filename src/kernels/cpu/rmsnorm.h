@@ -31,6 +31,10 @@ void RmsNormAvx512(const RmsNormParams& p);
 // Dispatches on ActiveCpuLevel(). Single-threaded: norms are cheap, fuse or split rows outside.
 void RmsNorm(const RmsNormParams& p);
 
+// Convenience: n_rows dense rows of `dim` normalised in place with `weight`.
+void RmsNormInPlace(const uint16_t* weight, uint16_t* rows, int64_t n_rows, int64_t dim,
+                    double eps);
+
 // The fp32 factor 1/sqrt(mean(x^2) + eps) of one row, in the order above (exposed for tests and
 // for callers that fuse the normalisation elsewhere).
 float RmsNormFactorRef(const uint16_t* x, int64_t dim, float eps);

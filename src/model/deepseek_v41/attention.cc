@@ -18,18 +18,6 @@
 namespace deepinfer::model {
 namespace {
 
-void NormRows(const uint16_t* weight, uint16_t* rows, int64_t n, int64_t dim, double eps) {
-  kernels::RmsNormParams p;
-  p.x = rows;
-  p.x_stride = dim;
-  p.weight = weight;
-  p.y = rows;
-  p.y_stride = dim;
-  p.n_rows = n;
-  p.dim = dim;
-  p.eps = static_cast<float>(eps);
-  kernels::RmsNorm(p);
-}
 
 // Window KV + selected compressed entries of one segment, gathered into one buffer, and the
 // per-row index lists into it; then sparse attention for the segment's rows.
@@ -126,13 +114,13 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   // qr = q_norm(wq_a·x); q = wq_b·qr with RoPE on each head's tail.
   std::vector<uint16_t> qr(rows * ql);
   aw.wq_a.Apply(x, rows, dim, qr.data(), ql, pool);
-  NormRows(aw.q_norm, qr.data(), rows, ql, c.norm_eps);
+  kernels::RmsNormInPlace(aw.q_norm, qr.data(), rows, ql, c.norm_eps);
   std::vector<uint16_t> q(rows * qw);
   aw.wq_b.Apply(qr.data(), rows, ql, q.data(), qw, pool);
   // Window KV: kv_norm(wkv·x), RoPE, FP8 QDQ over the whole latent.
   std::vector<uint16_t> kv(rows * hd);
   aw.wkv.Apply(x, rows, dim, kv.data(), hd, pool);
-  NormRows(aw.kv_norm, kv.data(), rows, hd, c.norm_eps);
+  kernels::RmsNormInPlace(aw.kv_norm, kv.data(), rows, hd, c.norm_eps);
   std::vector<float> cos_sin(static_cast<size_t>(rows) * rd);
   for (int64_t r = 0; r < rows; ++r) {
     float* cs = cos_sin.data() + r * rd;

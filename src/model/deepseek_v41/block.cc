@@ -9,22 +9,6 @@
 #include "model/deepseek_v41/moe.h"
 
 namespace deepinfer::model {
-namespace {
-
-void Norm(const uint16_t* weight, uint16_t* rows, int64_t n, int64_t dim, double eps) {
-  kernels::RmsNormParams p;
-  p.x = rows;
-  p.x_stride = dim;
-  p.weight = weight;
-  p.y = rows;
-  p.y_stride = dim;
-  p.n_rows = n;
-  p.dim = dim;
-  p.eps = static_cast<float>(eps);
-  kernels::RmsNorm(p);
-}
-
-}  // namespace
 
 void RunBlock(const BatchContext& ctx, int li, const AttentionFn& attention, uint16_t* x,
               float* pre) {
@@ -39,7 +23,7 @@ void RunBlock(const BatchContext& ctx, int li, const AttentionFn& attention, uin
     ScopedPhase phase("hc");
     HcMixes(c, w.hc_attn, x, rows, a_pre.data(), a_post.data(), a_comb.data(), *ctx.pool);
     HcCollapse(c, x, pre, rows, in.data());
-    Norm(w.attn_norm, in.data(), rows, dim, c.norm_eps);
+    kernels::RmsNormInPlace(w.attn_norm, in.data(), rows, dim, c.norm_eps);
   }
   attention(in.data(), y.data());
   {
@@ -47,7 +31,7 @@ void RunBlock(const BatchContext& ctx, int li, const AttentionFn& attention, uin
     HcPost(c, y.data(), x, a_post.data(), a_comb.data(), rows, x1.data(), *ctx.pool);
     HcMixes(c, w.hc_ffn, x1.data(), rows, pre, f_post.data(), f_comb.data(), *ctx.pool);
     HcCollapse(c, x1.data(), a_pre.data(), rows, in.data());
-    Norm(w.ffn_norm, in.data(), rows, dim, c.norm_eps);
+    kernels::RmsNormInPlace(w.ffn_norm, in.data(), rows, dim, c.norm_eps);
   }
   RunMoe(ctx, li, in.data(), y.data());
   ScopedPhase phase("hc");

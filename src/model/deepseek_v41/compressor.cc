@@ -15,18 +15,6 @@
 namespace deepinfer::model {
 namespace {
 
-void NormRows(const uint16_t* weight, uint16_t* rows, int64_t n, int64_t dim, double eps) {
-  kernels::RmsNormParams p;
-  p.x = rows;
-  p.x_stride = dim;
-  p.weight = weight;
-  p.y = rows;
-  p.y_stride = dim;
-  p.n_rows = n;
-  p.dim = dim;
-  p.eps = static_cast<float>(eps);
-  kernels::RmsNorm(p);
-}
 
 // Appends the index key and the compressed KV of one pre-RoPE latent (entry j) to `cache`.
 void EmitEntry(const BatchContext& ctx, int li, const uint16_t* latent, int64_t j,
@@ -44,7 +32,7 @@ void EmitEntry(const BatchContext& ctx, int li, const uint16_t* latent, int64_t 
     std::vector<uint16_t> k(id);
     kernels::GemmBf16(iw.wk.bf16(), id, hd, hd, latent, 1, hd, k.data(), DType::kBF16, id,
                       nullptr);
-    NormRows(iw.k_norm, k.data(), 1, id, c.norm_eps);
+    kernels::RmsNormInPlace(iw.k_norm, k.data(), 1, id, c.norm_eps);
     kernels::ApplyRope(k.data(), 1, id, static_cast<int>(id), rd, cos_sin.data(), false);
     kernels::Fp4QdqPow2Block32(k.data(), id);
     cache.index_keys.insert(cache.index_keys.end(), k.begin(), k.end());
@@ -72,7 +60,7 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
     std::vector<uint16_t> latent(rows * hd);
     kernels::GemmBf16(cw.wkv.bf16(), hd, dim, dim, x, rows, dim, latent.data(), DType::kBF16, hd,
                       ctx.pool);
-    NormRows(cw.norm, latent.data(), rows, hd, c.norm_eps);
+    kernels::RmsNormInPlace(cw.norm, latent.data(), rows, hd, c.norm_eps);
     for (size_t s = 0; s < ctx.segments.size(); ++s) {
       const Segment& seg = ctx.segments[s];
       LayerCache& cache = seg.state->layers[li];
@@ -119,7 +107,7 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
         pooled[ch] = acc;
       }
       for (int64_t ch = 0; ch < hd; ++ch) latent[ch] = FloatToBf16(pooled[ch]);
-      NormRows(cw.norm, latent.data(), 1, hd, c.norm_eps);
+      kernels::RmsNormInPlace(cw.norm, latent.data(), 1, hd, c.norm_eps);
       const int64_t j = pos / ratio;
       CHECK_EQ(cache.n_entries, j);
       EmitEntry(ctx, li, latent.data(), j, cache);

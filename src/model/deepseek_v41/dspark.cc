@@ -25,18 +25,6 @@
 namespace deepinfer::model {
 namespace {
 
-void Norm(const uint16_t* weight, uint16_t* rows, int64_t n, int64_t dim, double eps) {
-  kernels::RmsNormParams p;
-  p.x = rows;
-  p.x_stride = dim;
-  p.weight = weight;
-  p.y = rows;
-  p.y_stride = dim;
-  p.n_rows = n;
-  p.dim = dim;
-  p.eps = static_cast<float>(eps);
-  kernels::RmsNorm(p);
-}
 
 // kv_norm(wkv·x), RoPE at positions pos0.., FP8 QDQ: [rows][head_dim].
 void StageKv(const ModelConfig& c, const AttentionWeights& aw, const std::vector<float>& freqs,
@@ -44,7 +32,7 @@ void StageKv(const ModelConfig& c, const AttentionWeights& aw, const std::vector
   const int64_t hd = c.head_dim;
   const int rd = c.rope_head_dim;
   aw.wkv.Apply(x, rows, c.dim, kv, hd, pool);
-  Norm(aw.kv_norm, kv, rows, hd, c.norm_eps);
+  kernels::RmsNormInPlace(aw.kv_norm, kv, rows, hd, c.norm_eps);
   std::vector<float> cs(rd);
   for (int64_t r = 0; r < rows; ++r) {
     kernels::RopeCosSin(freqs.data(), rd / 2, pos0 + r, cs.data());
@@ -71,7 +59,7 @@ Status Model::DSparkExtend(SequenceState* state, const uint16_t* taps, int64_t r
   const LayerWeights& first = weights_.layers[c.n_layers];
   std::vector<uint16_t> main_x(rows * dim), kv(rows * hd);
   first.main_proj->Apply(taps, rows, n_taps * dim, main_x.data(), dim, *pool_);
-  Norm(first.main_norm, main_x.data(), rows, dim, c.norm_eps);
+  kernels::RmsNormInPlace(first.main_norm, main_x.data(), rows, dim, c.norm_eps);
   const int64_t pos0 = state->dspark_length;
   for (int s = 0; s < c.n_mtp_layers; ++s) {
     const int li = c.n_layers + s;
@@ -125,7 +113,7 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
     AttentionFn attn = [&](const uint16_t* in, uint16_t* out) {
       std::vector<uint16_t> qr(block * ql), q(block * qw);
       aw.wq_a.Apply(in, block, dim, qr.data(), ql, *pool_);
-      Norm(aw.q_norm, qr.data(), block, ql, c.norm_eps);
+      kernels::RmsNormInPlace(aw.q_norm, qr.data(), block, ql, c.norm_eps);
       aw.wq_b.Apply(qr.data(), block, ql, q.data(), qw, *pool_);
       std::vector<float> cs(block * rd);
       for (int64_t r = 0; r < block; ++r) {
@@ -180,7 +168,7 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
   d.hidden.assign(block * dim, 0);
   HcCollapse(c, x.data(), pre.data(), block, d.hidden.data());
   std::vector<uint16_t> normed = d.hidden;
-  Norm(head.norm, normed.data(), block, dim, c.norm_eps);
+  kernels::RmsNormInPlace(head.norm, normed.data(), block, dim, c.norm_eps);
   d.logits.assign(block * vocab, 0.0f);
   kernels::GemmBf16(weights_.head.bf16(), vocab, dim, dim, normed.data(), block, dim,
                     d.logits.data(), DType::kF32, vocab, pool_);

@@ -181,16 +181,7 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   for (int64_t i = 0; i < n_logit; ++i) {
     std::copy_n(out->final_hidden.data() + out->logit_rows[i] * dim, dim, normed.data() + i * dim);
   }
-  kernels::RmsNormParams np;
-  np.x = normed.data();
-  np.x_stride = dim;
-  np.weight = weights_.norm;
-  np.y = normed.data();
-  np.y_stride = dim;
-  np.n_rows = n_logit;
-  np.dim = dim;
-  np.eps = static_cast<float>(c.norm_eps);
-  kernels::RmsNorm(np);
+  kernels::RmsNormInPlace(weights_.norm, normed.data(), n_logit, dim, c.norm_eps);
   // The reference's fp32 head on bf16 values: the products are exact in fp32, so the bf16 GEMM
   // with fp32 output computes the same sums (in its own order).
   out->logits.assign(n_logit * vocab, 0.0f);

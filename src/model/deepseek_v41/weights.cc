@@ -38,6 +38,24 @@ void MappedFp8(const DenseLinear& d, const uint16_t* xq, int64_t m, int64_t ldx,
 
 }  // namespace
 
+namespace {
+
+void PackedFp8(const kernels::PackedFp8Matrix& w, const uint16_t* x, kernels::ActKind kind,
+               int64_t m, int64_t ldx, uint16_t* out, int64_t ldo, ThreadPool& pool) {
+  kernels::Fp8GemmParams p;
+  p.x = x;
+  p.m = m;
+  p.ldx = ldx;
+  p.x_kind = kind;
+  p.out = out;
+  p.ldo = ldo;
+  p.out_dtype = kernels::OutDtype::kBf16;
+  Status s = kernels::Fp8Gemm(p, w, pool);
+  CHECK(s.ok()) << s.ToString();
+}
+
+}  // namespace
+
 void DenseLinear::Apply(const uint16_t* x, int64_t m, int64_t ldx, uint16_t* out, int64_t ldo,
                         ThreadPool& pool) const {
   if (m == 0) return;
@@ -45,22 +63,11 @@ void DenseLinear::Apply(const uint16_t* x, int64_t m, int64_t ldx, uint16_t* out
     std::vector<uint16_t> xq(m * k);
     for (int64_t r = 0; r < m; ++r) kernels::QuantizeActScaledBf16(x + r * ldx, k, xq.data() + r * k);
     MappedFp8(*this, xq.data(), m, k, out, ldo, pool);
-    return;
+  } else if (fp8) {
+    PackedFp8(*fp8, x, kernels::ActKind::kRawBf16, m, ldx, out, ldo, pool);
+  } else {
+    kernels::GemmBf16(bf16, n, k, k, x, m, ldx, out, DType::kBF16, ldo, &pool);
   }
-  if (fp8) {
-    kernels::Fp8GemmParams p;
-    p.x = x;
-    p.m = m;
-    p.ldx = ldx;
-    p.x_kind = kernels::ActKind::kRawBf16;
-    p.out = out;
-    p.ldo = ldo;
-    p.out_dtype = kernels::OutDtype::kBf16;
-    Status s = kernels::Fp8Gemm(p, *fp8, pool);
-    CHECK(s.ok()) << s.ToString();
-    return;
-  }
-  kernels::GemmBf16(bf16, n, k, k, x, m, ldx, out, DType::kBF16, ldo, &pool);
 }
 
 void DenseLinear::ApplyQuantized(const uint16_t* xq, int64_t m, int64_t ldx, uint16_t* out,
@@ -68,22 +75,11 @@ void DenseLinear::ApplyQuantized(const uint16_t* xq, int64_t m, int64_t ldx, uin
   if (m == 0) return;
   if (codes) {
     MappedFp8(*this, xq, m, ldx, out, ldo, pool);
-    return;
+  } else if (fp8) {
+    PackedFp8(*fp8, xq, kernels::ActKind::kQuantizedBf16, m, ldx, out, ldo, pool);
+  } else {
+    kernels::GemmBf16(bf16, n, k, k, xq, m, ldx, out, DType::kBF16, ldo, &pool);
   }
-  if (fp8) {
-    kernels::Fp8GemmParams p;
-    p.x = xq;
-    p.m = m;
-    p.ldx = ldx;
-    p.x_kind = kernels::ActKind::kQuantizedBf16;
-    p.out = out;
-    p.ldo = ldo;
-    p.out_dtype = kernels::OutDtype::kBf16;
-    Status s = kernels::Fp8Gemm(p, *fp8, pool);
-    CHECK(s.ok()) << s.ToString();
-    return;
-  }
-  kernels::GemmBf16(bf16, n, k, k, xq, m, ldx, out, DType::kBF16, ldo, &pool);
 }
 
 namespace {

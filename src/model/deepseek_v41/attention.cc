@@ -100,6 +100,29 @@ void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const ui
 
 }  // namespace
 
+void GroupedOutLora(const AttentionWeights& aw, const uint16_t* o, int64_t rows, int64_t groups,
+                    int64_t gin, int64_t lora, uint16_t* u, ThreadPool& pool) {
+  const int64_t qw = groups * gin;
+  for (int64_t g = 0; g < groups; ++g) {
+    if (!aw.wo_a_fp8.empty()) {
+      // Raw bf16 activations through the FP8 kernel (see weights.h): no activation quantization.
+      kernels::Fp8GemmParams p;
+      p.x = o + g * gin;
+      p.m = rows;
+      p.ldx = qw;
+      p.x_kind = kernels::ActKind::kQuantizedBf16;
+      p.out = u + g * lora;
+      p.ldo = groups * lora;
+      p.out_dtype = kernels::OutDtype::kBf16;
+      Status s = kernels::Fp8Gemm(p, aw.wo_a_fp8[g], pool);
+      CHECK(s.ok()) << s.ToString();
+    } else {
+      kernels::GemmBf16(aw.wo_a.data() + g * lora * gin, lora, gin, gin, o + g * gin, rows, qw,
+                        u + g * lora, DType::kBF16, groups * lora, &pool);
+    }
+  }
+}
+
 void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   const ModelConfig& c = ctx->cfg();
   const LayerDescriptor& d = ctx->layer(li);
@@ -164,10 +187,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   // Grouped wo_a (block-diagonal, bf16), then wo_b.
   const int64_t groups = c.o_groups, gin = qw / groups, lora = c.o_lora_rank;
   std::vector<uint16_t> u(rows * groups * lora);
-  for (int64_t g = 0; g < groups; ++g) {
-    kernels::GemmBf16(aw.wo_a.data() + g * lora * gin, lora, gin, gin, o.data() + g * gin, rows,
-                      qw, u.data() + g * lora, DType::kBF16, groups * lora, &pool);
-  }
+  GroupedOutLora(aw, o.data(), rows, groups, gin, lora, u.data(), pool);
   aw.wo_b.Apply(u.data(), rows, groups * lora, out, dim, pool);
 }
 

@@ -11,11 +11,16 @@
 #include <cstdint>
 
 #include "model/deepseek_v41/batch_context.h"
+#include "model/deepseek_v41/weights.h"
 
 namespace deepinfer::model {
 
 // x: attention input [rows][dim] (after attn_norm); out: [rows][dim] bf16. Updates the caches of
 // every segment (ring, compressed KV, index keys) for layer `li`.
 void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out);
+
+// u [rows][groups*lora] = block-diagonal wo_a · o [rows][groups*gin] (bf16 out).
+void GroupedOutLora(const AttentionWeights& aw, const uint16_t* o, int64_t rows, int64_t groups,
+                    int64_t gin, int64_t lora, uint16_t* u, ThreadPool& pool);
 
 }  // namespace deepinfer::model

@@ -37,6 +37,7 @@ int64_t DecodeWeightBytesPerToken(const Model& model) {
     bytes += 2 * hc_fn + 2 * c.dim * 2;
     bytes += DenseBytes(a.wq_a) + DenseBytes(a.wq_b) + DenseBytes(a.wkv) + DenseBytes(a.wo_b);
     bytes += static_cast<int64_t>(a.wo_a.size()) * 2;
+    for (const auto& g : a.wo_a_fp8) bytes += g.StreamBytes();
     if (a.compressor) bytes += PlainBytes(a.compressor->wkv) + PlainBytes(a.compressor->wgate);
     if (a.indexer) {
       bytes += DenseBytes(a.indexer->wq_b) + PlainBytes(a.indexer->weights_proj) +
@@ -68,7 +69,8 @@ double PrefillFlops(const Model& model, int64_t n) {
     for (const DenseLinear* dl : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_b}) {
       macs_per_token += static_cast<double>(dl->n) * dl->k;
     }
-    macs_per_token += static_cast<double>(a.wo_a.size());
+    macs_per_token += static_cast<double>(c.o_groups) * c.o_lora_rank * c.n_heads * c.head_dim /
+                      c.o_groups;
     if (a.compressor) {
       macs_per_token += static_cast<double>(a.compressor->wkv.n) * a.compressor->wkv.k *
                         (d.compressor_pools ? 2 : 1);

@@ -18,6 +18,7 @@
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/sparse_attn.h"
+#include "model/deepseek_v41/attention.h"
 #include "model/deepseek_v41/block.h"
 #include "model/deepseek_v41/mhc.h"
 #include "model/deepseek_v41/model.h"
@@ -154,10 +155,7 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
       }
       const int64_t groups = c.o_groups, gin = qw / groups, lora = c.o_lora_rank;
       std::vector<uint16_t> u(block * groups * lora);
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        kernels::GemmBf16(aw.wo_a.data() + gi * lora * gin, lora, gin, gin, o.data() + gi * gin,
-                          block, qw, u.data() + gi * lora, DType::kBF16, groups * lora, pool_);
-      }
+      GroupedOutLora(aw, o.data(), block, groups, gin, lora, u.data(), *pool_);
       aw.wo_b.Apply(u.data(), block, groups * lora, out, dim, *pool_);
     };
     RunBlock(ctx, li, attn, x.data(), pre.data());

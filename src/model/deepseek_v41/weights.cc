@@ -187,6 +187,35 @@ class TensorLoader {
     return out;
   }
 
+  bool packed() const { return packed_; }
+
+  // An FP8 [groups*rows, k] matrix packed as `groups` matrices of `rows` rows (rows % 32 == 0,
+  // so every group starts on a scale tile).
+  std::vector<kernels::PackedFp8Matrix> GroupedFp8(const std::string& prefix, int64_t groups,
+                                                   int64_t rows, int64_t k) {
+    std::vector<kernels::PackedFp8Matrix> out;
+    const int64_t n = groups * rows;
+    const TensorView* w = Get(prefix + ".weight", DType::kF8E4M3, {n, k});
+    const TensorView* s = Get(prefix + ".scale", DType::kF8E8M0, {(n + 31) / 32, (k + 31) / 32});
+    if (!w || !s) return out;
+    if (rows % 32 != 0) {
+      errors_.push_back(prefix + ": group rows not a multiple of 32");
+      return out;
+    }
+    const auto* codes = reinterpret_cast<const uint8_t*>(w->data);
+    const auto* scales = reinterpret_cast<const uint8_t*>(s->data);
+    for (int64_t g = 0; g < groups; ++g) {
+      auto packed = kernels::PackFp8Matrix(codes + g * rows * k, scales + g * (rows / 32) * (k / 32),
+                                           rows, k);
+      if (!packed.ok()) {
+        errors_.push_back(prefix + ": " + packed.status().message());
+        return {};
+      }
+      out.push_back(std::move(*packed));
+    }
+    return out;
+  }
+
   ExpertWeights Expert(const std::string& prefix, int64_t dim, int64_t inter) {
     ExpertWeights e;
     if (config_.expert_dtype != WeightFormat::kFp4) {
@@ -277,8 +306,12 @@ AttentionWeights LoadAttention(TensorLoader& t, const std::string& p, const Laye
   a.wq_b = t.Dense(p + ".wq_b", heads * hd, c.q_lora_rank);
   a.wkv = t.Dense(p + ".wkv", hd, dim);
   a.kv_norm = t.Bf16(p + ".kv_norm.weight", {hd});
-  a.wo_a = t.DequantizedBf16(p + ".wo_a", static_cast<int64_t>(c.o_groups) * c.o_lora_rank,
-                             heads * hd / c.o_groups);
+  const int64_t lora = c.o_lora_rank, gin = heads * hd / c.o_groups;
+  if (t.packed() && c.dtype == WeightFormat::kFp8) {
+    a.wo_a_fp8 = t.GroupedFp8(p + ".wo_a", c.o_groups, lora, gin);
+  } else {
+    a.wo_a = t.DequantizedBf16(p + ".wo_a", c.o_groups * lora, gin);
+  }
   a.wo_b = t.Dense(p + ".wo_b", dim, static_cast<int64_t>(c.o_groups) * c.o_lora_rank);
   if (d.owns_compressor) {
     CompressorWeights cw;

@@ -109,7 +109,13 @@ struct IndexerWeights {
 struct AttentionWeights {
   const float* sink = nullptr;  // [n_heads]
   DenseLinear wq_a, wq_b, wkv, wo_b;
-  std::vector<uint16_t> wo_a;  // [o_groups*o_lora, n_heads*head_dim/o_groups] bf16
+  // Grouped output LoRA [o_groups*o_lora, n_heads*head_dim/o_groups]. The module tree holds it in
+  // bf16 and multiplies raw bf16 activations. Packed FP8 checkpoints keep it FP8, one matrix per
+  // group (wo_a_fp8), and run it through the FP8 kernel on the *unquantized* activation: e4m3 x
+  // bf16 products and power-of-two tile scales are exact in fp32, so only the fp32 summation
+  // order differs from the bf16 product, at half the bytes. Otherwise bf16 (wo_a).
+  std::vector<uint16_t> wo_a;
+  std::vector<kernels::PackedFp8Matrix> wo_a_fp8;
   const uint16_t* q_norm = nullptr;
   const uint16_t* kv_norm = nullptr;
   std::optional<CompressorWeights> compressor;

@@ -40,11 +40,13 @@ StatusOr<BpeModel> BpeModel::Build(const std::vector<std::pair<std::string, int3
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
-    joined = left + right;
+    joined.assign(left).append(right);
     const auto l = ids.find(left), r = ids.find(right), j = ids.find(joined);
     if (l == ids.end() || r == ids.end() || j == ids.end()) {
-      return InvalidArgument("tokenizer.json: model.merges[" + std::to_string(rank) + "] \"" +
-                             left + " " + right + "\" refers to a token not in model.vocab");
+      std::string message = "tokenizer.json: model.merges[" + std::to_string(rank) + "] \"";
+      message.append(left).append(" ").append(right).append(
+          "\" refers to a token not in model.vocab");
+      return InvalidArgument(std::move(message));
     }
     // A repeated pair keeps its first (lowest) rank.
     const uint64_t key = PairKey(l->second, r->second);

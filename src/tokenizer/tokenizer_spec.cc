@@ -322,7 +322,13 @@ StatusOr<TokenizerSpec> ParseTokenizerJson(std::string_view text, std::string_vi
   if (!json.contains("model")) return Bad(name, "no \"model\"");
   DI_RETURN_IF_ERROR(ParseModel(json["model"], name, &spec));
   DI_RETURN_IF_ERROR(ParseNormalizer(json.value("normalizer", Json()), name));
-  DI_RETURN_IF_ERROR(ParsePreTokenizer(json.value("pre_tokenizer", Json()), name, &spec));
+  const Json pre_tokenizer = json.value("pre_tokenizer", Json());
+  if (pre_tokenizer.is_object() && pre_tokenizer.value("type", "") == "Split") {
+    return Unimplemented(std::string(name) +
+                         ": pre_tokenizer Split alone; it must be ByteLevel or a Sequence that "
+                         "must end with ByteLevel");
+  }
+  DI_RETURN_IF_ERROR(ParsePreTokenizer(pre_tokenizer, name, &spec));
   DI_RETURN_IF_ERROR(ParseAddedTokens(json.value("added_tokens", Json()), name, &spec));
   const Json decoder = json.value("decoder", Json());
   if (!decoder.is_object() || decoder.value("type", "") != "ByteLevel") {

@@ -37,8 +37,17 @@ void TileBf16(const DenseGemmCall& c, int64_t m0, int64_t n0) {
   __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  // Software prefetch kPrefetchK elements ahead in every weight row; near the end of the rows,
+  // the same offset into the rows of the next tile (weight streams dominate the M = 1 GEMV).
+  constexpr int64_t kPrefetchK = 2048;
+  const auto* w_next = w + NR * c.ldw;
   int64_t k = 0;
   for (; k + 32 <= c.k; k += 32) {  // lane l = k-pair k/2 + l
+    const int64_t ahead = k + kPrefetchK;
+    for (int j = 0; j < NR; ++j) {
+      const uint16_t* p = ahead < c.k ? w + j * c.ldw + ahead : w_next + j * c.ldw + (ahead - c.k);
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    }
     __m512bh wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = (__m512bh)_mm512_loadu_si512(w + j * c.ldw + k);
     for (int i = 0; i < MR; ++i) {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/phase_timer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/hc_sinkhorn.h"
@@ -15,6 +16,7 @@ void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_
   const int hc = c.hc_mult;
   const int64_t width = static_cast<int64_t>(hc) * c.dim;
   const int64_t n_mix = static_cast<int64_t>(2 + hc) * hc;
+  ScopedPhase phase("hc.mixes");
   std::vector<float> xf(rows * width);
   for (int64_t i = 0; i < rows * width; ++i) xf[i] = Bf16ToFloat(x[i]);
   std::vector<float> mixes(rows * n_mix);
@@ -36,6 +38,7 @@ void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_
 
 void HcCollapse(const ModelConfig& c, const uint16_t* x, const float* pre, int64_t rows,
                 uint16_t* y) {
+  ScopedPhase phase("hc.collapse");
   const int hc = c.hc_mult;
   const int64_t dim = c.dim;
   for (int64_t r = 0; r < rows; ++r) {
@@ -53,6 +56,7 @@ void HcPost(const ModelConfig& c, const uint16_t* y, const uint16_t* x, const fl
             const float* comb, int64_t rows, uint16_t* out, ThreadPool& pool) {
   const int hc = c.hc_mult;
   const int64_t dim = c.dim;
+  ScopedPhase phase("hc.post");
   pool.ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const uint16_t* xr = x + r * hc * dim;

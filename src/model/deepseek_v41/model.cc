@@ -1,5 +1,7 @@
 #include "model/deepseek_v41/model.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -20,6 +22,11 @@
 namespace deepinfer::model {
 
 StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOptions& options) {
+  // A forward pass allocates activation buffers of many MB per call. By default glibc serves
+  // them with fresh mmaps and returns them on free, so every call pays page faults and kernel
+  // zeroing (expensive in a VM); keep such blocks in the heap for reuse instead.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   std::unique_ptr<Model> m(new Model());
   m->pool_ = options.pool ? options.pool : &ThreadPool::Default();
   DI_ASSIGN_OR_RETURN(m->config_, LoadModelConfig(dir));

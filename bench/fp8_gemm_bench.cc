@@ -15,12 +15,12 @@
 #include <random>
 #include <vector>
 
+#include "bf16_peak.h"
 #include "core/bf16.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/fp8_gemm.h"
 #include "kernels/cpu/fp8_gemm_internal.h"
-#include "bf16_peak.h"
 #include "paired_bandwidth.h"
 
 namespace deepinfer::kernels {

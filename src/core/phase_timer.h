@@ -18,8 +18,8 @@ class ScopedPhase {
   }
   ~ScopedPhase() {
     if (name_) {
-      AddPhaseTime(name_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-                              .count());
+      AddPhaseTime(
+          name_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     }
   }
   ScopedPhase(const ScopedPhase&) = delete;

@@ -17,7 +17,8 @@ using model::ForwardOutput;
 using model::Model;
 using model::SequenceState;
 
-class Golden {
+// Owns its JSON; building one can throw only std::bad_alloc.
+class Golden {  // NOLINT(bugprone-exception-escape)
  public:
   static StatusOr<Golden> Open(const std::string& dir) {
     Golden g;
@@ -254,8 +255,8 @@ Status TeacherForced(const Model& m, const Golden& g, const std::vector<int32_t>
 }
 
 // Protocol 3: DSpark stages fed the golden's main hidden states.
-Status DSparkTeacherForced(const Model& m, const Golden& g, const std::string& mode,
-                           const Dims& d, TensorBundle* out) {
+Status DSparkTeacherForced(const Model& m, const Golden& g, const std::string& mode, const Dims& d,
+                           TensorBundle* out) {
   const auto& modes = g.json()["modes"][mode];
   DI_ASSIGN_OR_RETURN(std::vector<uint16_t> prompt, g.Bf16("tf.dspark_prompt_main_hidden"));
   DI_ASSIGN_OR_RETURN(std::vector<uint16_t> steps, g.Bf16(mode + ".tf.dspark_main_hidden"));

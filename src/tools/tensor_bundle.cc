@@ -25,13 +25,13 @@ std::vector<std::byte> Bytes(const std::vector<T>& v) {
 }  // namespace
 
 void TensorBundle::AddF32(const std::string& name, std::vector<int64_t> shape,
-                          std::vector<float> values) {
+                          const std::vector<float>& values) {
   CHECK_EQ(Numel(shape), static_cast<int64_t>(values.size())) << name;
   entries_.push_back({name, DType::kF32, std::move(shape), Bytes(values)});
 }
 
 void TensorBundle::AddI64(const std::string& name, std::vector<int64_t> shape,
-                          std::vector<int64_t> values) {
+                          const std::vector<int64_t>& values) {
   CHECK_EQ(Numel(shape), static_cast<int64_t>(values.size())) << name;
   entries_.push_back({name, DType::kI64, std::move(shape), Bytes(values)});
 }
@@ -40,7 +40,7 @@ void TensorBundle::AddBf16AsF32(const std::string& name, std::vector<int64_t> sh
                                 const std::vector<uint16_t>& values) {
   std::vector<float> f(values.size());
   for (size_t i = 0; i < values.size(); ++i) f[i] = Bf16ToFloat(values[i]);
-  AddF32(name, std::move(shape), std::move(f));
+  AddF32(name, std::move(shape), f);
 }
 
 Status TensorBundle::Write(const std::string& path) const {

@@ -13,8 +13,10 @@ namespace deepinfer::tools {
 
 class TensorBundle {
  public:
-  void AddF32(const std::string& name, std::vector<int64_t> shape, std::vector<float> values);
-  void AddI64(const std::string& name, std::vector<int64_t> shape, std::vector<int64_t> values);
+  void AddF32(const std::string& name, std::vector<int64_t> shape,
+              const std::vector<float>& values);
+  void AddI64(const std::string& name, std::vector<int64_t> shape,
+              const std::vector<int64_t>& values);
   // bf16 values widened to F32 (exact).
   void AddBf16AsF32(const std::string& name, std::vector<int64_t> shape,
                     const std::vector<uint16_t>& values);

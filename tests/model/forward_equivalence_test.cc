@@ -155,7 +155,8 @@ TEST_F(ForwardEquivalenceTest, BatchOfFourGivesEachSequenceItsOwnLogits) {
     std::vector<int> who;
     for (int i = 0; i < 4; ++i) {
       if (step >= plans[i].size()) continue;
-      inputs.push_back({&states[i], std::span<const int32_t>(seqs[i]).subspan(pos[i], plans[i][step])});
+      inputs.push_back(
+          {&states[i], std::span<const int32_t>(seqs[i]).subspan(pos[i], plans[i][step])});
       who.push_back(i);
       pos[i] += plans[i][step];
     }

@@ -18,7 +18,6 @@
 namespace deepinfer::model {
 namespace {
 
-
 // Window KV + selected compressed entries of one segment, gathered into one buffer, and the
 // per-row index lists into it; then sparse attention for the segment's rows.
 void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const uint16_t* q,
@@ -169,7 +168,8 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
 
   std::vector<uint16_t> o(rows * qw);
   ScopedPhase phase_attend("attn.sparse");
-  for (const Segment& seg : ctx->segments) AttendSegment(*ctx, li, seg, q.data(), kv.data(), o.data());
+  for (const Segment& seg : ctx->segments)
+    AttendSegment(*ctx, li, seg, q.data(), kv.data(), o.data());
   // The ring keeps the last `window` positions of every segment.
   for (const Segment& seg : ctx->segments) {
     LayerCache& cache = seg.state->layers[li];

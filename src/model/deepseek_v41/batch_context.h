@@ -46,7 +46,7 @@ struct BatchContext {
   const std::vector<std::vector<float>>* rope_freqs = nullptr;
 
   std::vector<Segment> segments;
-  std::vector<int64_t> positions;  // [rows]
+  std::vector<int64_t> positions;   // [rows]
   std::vector<int32_t> segment_of;  // [rows] segment index
   int64_t n_rows = 0;
 

@@ -15,7 +15,6 @@
 namespace deepinfer::model {
 namespace {
 
-
 // Appends the index key and the compressed KV of one pre-RoPE latent (entry j) to `cache`.
 void EmitEntry(const BatchContext& ctx, int li, const uint16_t* latent, int64_t j,
                LayerCache& cache) {
@@ -30,8 +29,7 @@ void EmitEntry(const BatchContext& ctx, int li, const uint16_t* latent, int64_t 
     const IndexerWeights& iw = *aw.indexer;
     const int64_t id = c.index_head_dim;
     std::vector<uint16_t> k(id);
-    kernels::GemmBf16(iw.wk.bf16(), id, hd, hd, latent, 1, hd, k.data(), DType::kBF16, id,
-                      nullptr);
+    kernels::GemmBf16(iw.wk.bf16(), id, hd, hd, latent, 1, hd, k.data(), DType::kBF16, id, nullptr);
     kernels::RmsNormInPlace(iw.k_norm, k.data(), 1, id, c.norm_eps);
     kernels::ApplyRope(k.data(), 1, id, static_cast<int>(id), rd, cos_sin.data(), false);
     kernels::Fp4QdqPow2Block32(k.data(), id);

@@ -45,8 +45,8 @@ int64_t DecodeWeightBytesPerToken(const Model& model) {
     }
     bytes += PlainBytes(lw.moe.gate);
     bytes += d.n_activated_experts * ExpertBytes(lw.moe.experts[0], c);
-    bytes += DenseBytes(lw.moe.shared.w1) + DenseBytes(lw.moe.shared.w2) +
-             DenseBytes(lw.moe.shared.w3);
+    bytes +=
+        DenseBytes(lw.moe.shared.w1) + DenseBytes(lw.moe.shared.w2) + DenseBytes(lw.moe.shared.w3);
     if (lw.engram) {
       const int64_t cols = static_cast<int64_t>(c.engram_max_ngram_size - 1) * c.engram_n_heads;
       bytes += DenseBytes(lw.engram->wkv) + cols * c.engram_head_dim * 33 / 32;
@@ -69,8 +69,8 @@ double PrefillFlops(const Model& model, int64_t n) {
     for (const DenseLinear* dl : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_b}) {
       macs_per_token += static_cast<double>(dl->n) * dl->k;
     }
-    macs_per_token += static_cast<double>(c.o_groups) * c.o_lora_rank * c.n_heads * c.head_dim /
-                      c.o_groups;
+    macs_per_token +=
+        static_cast<double>(c.o_groups) * c.o_lora_rank * c.n_heads * c.head_dim / c.o_groups;
     if (a.compressor) {
       macs_per_token += static_cast<double>(a.compressor->wkv.n) * a.compressor->wkv.k *
                         (d.compressor_pools ? 2 : 1);

@@ -26,7 +26,6 @@
 namespace deepinfer::model {
 namespace {
 
-
 // kv_norm(wkv·x), RoPE at positions pos0.., FP8 QDQ: [rows][head_dim].
 void StageKv(const ModelConfig& c, const AttentionWeights& aw, const std::vector<float>& freqs,
              const uint16_t* x, int64_t rows, int64_t pos0, uint16_t* kv, ThreadPool& pool) {

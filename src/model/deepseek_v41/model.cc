@@ -36,9 +36,8 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadO
   // Every tensor's name, dtype, shape and block layout against the released layout: one error
   // lists all missing, unexpected and mismatched tensors.
   DI_RETURN_IF_ERROR(ValidateCheckpoint(*m->checkpoint_, m->config_));
-  DI_ASSIGN_OR_RETURN(m->weights_,
-                      LoadModelWeights(*m->checkpoint_, m->config_, m->layers_,
-                                       options.residency, *m->pool_));
+  DI_ASSIGN_OR_RETURN(m->weights_, LoadModelWeights(*m->checkpoint_, m->config_, m->layers_,
+                                                    options.residency, *m->pool_));
   DI_ASSIGN_OR_RETURN(m->engram_plan_, BuildEngramHashPlan(m->config_));
   if (!m->config_.engram_layer_ids.empty()) {
     DI_RETURN_IF_ERROR(CheckEngramNumEmbeddings(m->engram_plan_, m->config_));

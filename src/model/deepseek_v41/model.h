@@ -56,18 +56,18 @@ struct ForwardOptions {
 };
 
 struct ForwardOutput {
-  std::vector<int64_t> logit_rows;  // batch rows that have logits, ascending
-  std::vector<float> logits;        // [logit_rows][vocab]
-  std::vector<uint16_t> taps;       // [rows][n_taps * dim] bf16 (want_taps)
+  std::vector<int64_t> logit_rows;     // batch rows that have logits, ascending
+  std::vector<float> logits;           // [logit_rows][vocab]
+  std::vector<uint16_t> taps;          // [rows][n_taps * dim] bf16 (want_taps)
   std::vector<uint16_t> final_hidden;  // [rows][dim] bf16: after the last collapse, before norm
 };
 
 // DSpark drafting result for one sequence (v41_model.md §3.10).
 struct DraftOutput {
-  std::vector<int32_t> ids;         // [block + 1]: the given token, then the drafts
-  std::vector<float> logits;        // [block][vocab]: stage head + Markov bias
-  std::vector<float> confidence;    // [block] raw confidence logits
-  std::vector<uint16_t> hidden;     // [block][dim] last stage hidden after its collapse
+  std::vector<int32_t> ids;       // [block + 1]: the given token, then the drafts
+  std::vector<float> logits;      // [block][vocab]: stage head + Markov bias
+  std::vector<float> confidence;  // [block] raw confidence logits
+  std::vector<uint16_t> hidden;   // [block][dim] last stage hidden after its collapse
 };
 
 struct LoadOptions {

@@ -122,7 +122,8 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
     if (ew.w1_mapped.weight) {
       // Mapped MXFP4: the reference kernel on the checkpoint layout.
       std::vector<uint16_t> xs(m * dim);
-      for (int64_t i = 0; i < m; ++i) std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
+      for (int64_t i = 0; i < m; ++i)
+        std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
       kernels::Mxfp4GemmRef(ew.w1_mapped.weight, ew.w1_mapped.scale, inter, dim, xs.data(), m, dim,
                             gu.data(), DType::kBF16, 2 * inter);
       kernels::Mxfp4GemmRef(ew.w3_mapped.weight, ew.w3_mapped.scale, inter, dim, xs.data(), m, dim,
@@ -137,7 +138,8 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
                             inter, y.data(), DType::kBF16, dim);
     } else if (ew.w13) {
       std::vector<uint16_t> xs(m * dim);
-      for (int64_t i = 0; i < m; ++i) std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
+      for (int64_t i = 0; i < m; ++i)
+        std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
       kernels::Mxfp4Gemm(ew.w13->view(), xs.data(), m, dim, gu.data(), DType::kBF16, 2 * inter,
                          &pool);
       SwiGluRows(gu.data(), gu.data() + inter, 2 * inter, member_w.data(), m, inter, limit,
@@ -152,8 +154,8 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
       for (int64_t i = 0; i < m; ++i) std::copy_n(x + members[i] * dim, dim, xs.data() + i * dim);
       kernels::GemmBf16(ew.w1_bf16.bf16(), inter, dim, dim, xs.data(), m, dim, gu.data(),
                         DType::kBF16, 2 * inter, &pool);
-      kernels::GemmBf16(ew.w3_bf16.bf16(), inter, dim, dim, xs.data(), m, dim,
-                        gu.data() + inter, DType::kBF16, 2 * inter, &pool);
+      kernels::GemmBf16(ew.w3_bf16.bf16(), inter, dim, dim, xs.data(), m, dim, gu.data() + inter,
+                        DType::kBF16, 2 * inter, &pool);
       SwiGluRows(gu.data(), gu.data() + inter, 2 * inter, member_w.data(), m, inter, limit,
                  h.data());
       kernels::GemmBf16(ew.w2_bf16.bf16(), dim, inter, inter, h.data(), m, inter, y.data(),

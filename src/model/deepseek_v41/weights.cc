@@ -31,7 +31,8 @@ void MappedFp8(const DenseLinear& d, const uint16_t* xq, int64_t m, int64_t ldx,
     kernels::Fp8GemmRefQuantized(dense.data(), m, d.k, d.codes + n0 * d.k, d.scales + t0 * kb,
                                  n1 - n0, part.data());
     for (int64_t r = 0; r < m; ++r) {
-      for (int64_t n = n0; n < n1; ++n) out[r * ldo + n] = FloatToBf16(part[r * (n1 - n0) + n - n0]);
+      for (int64_t n = n0; n < n1; ++n)
+        out[r * ldo + n] = FloatToBf16(part[r * (n1 - n0) + n - n0]);
     }
   });
 }
@@ -61,7 +62,8 @@ void DenseLinear::Apply(const uint16_t* x, int64_t m, int64_t ldx, uint16_t* out
   if (m == 0) return;
   if (codes) {
     std::vector<uint16_t> xq(m * k);
-    for (int64_t r = 0; r < m; ++r) kernels::QuantizeActScaledBf16(x + r * ldx, k, xq.data() + r * k);
+    for (int64_t r = 0; r < m; ++r)
+      kernels::QuantizeActScaledBf16(x + r * ldx, k, xq.data() + r * k);
     MappedFp8(*this, xq.data(), m, k, out, ldo, pool);
   } else if (fp8) {
     PackedFp8(*fp8, x, kernels::ActKind::kRawBf16, m, ldx, out, ldo, pool);
@@ -176,7 +178,8 @@ class TensorLoader {
     out.resize(n * k);
     for (int64_t r = 0; r < n; ++r) {
       for (int64_t c = 0; c < k; ++c) {
-        const float v = E4m3ToFloat(codes[r * k + c]) * Ue8m0ToFloat(scales[(r / 32) * sk + c / 32]);
+        const float v =
+            E4m3ToFloat(codes[r * k + c]) * Ue8m0ToFloat(scales[(r / 32) * sk + c / 32]);
         out[r * k + c] = FloatToBf16(v);
         if (Bf16ToFloat(out[r * k + c]) != v) {
           errors_.push_back(prefix + ": dequantized value not exact in bf16");
@@ -205,8 +208,8 @@ class TensorLoader {
     const auto* codes = reinterpret_cast<const uint8_t*>(w->data);
     const auto* scales = reinterpret_cast<const uint8_t*>(s->data);
     for (int64_t g = 0; g < groups; ++g) {
-      auto packed = kernels::PackFp8Matrix(codes + g * rows * k, scales + g * (rows / 32) * (k / 32),
-                                           rows, k);
+      auto packed = kernels::PackFp8Matrix(codes + g * rows * k,
+                                           scales + g * (rows / 32) * (k / 32), rows, k);
       if (!packed.ok()) {
         errors_.push_back(prefix + ": " + packed.status().message());
         return {};
@@ -322,8 +325,8 @@ AttentionWeights LoadAttention(TensorLoader& t, const std::string& p, const Laye
   }
   if (d.has_indexer) {
     IndexerWeights iw;
-    iw.wq_b = t.Dense(p + ".indexer.wq_b",
-                      static_cast<int64_t>(c.index_n_heads) * c.index_head_dim, c.q_lora_rank);
+    iw.wq_b = t.Dense(p + ".indexer.wq_b", static_cast<int64_t>(c.index_n_heads) * c.index_head_dim,
+                      c.q_lora_rank);
     iw.weights_proj = t.Bf16Matrix(p + ".indexer.weights_proj.weight", c.index_n_heads, dim);
     if (d.owns_compressor) {
       iw.wk = t.Bf16Matrix(p + ".indexer.wk.weight", c.index_head_dim, hd);
@@ -375,8 +378,7 @@ EngramWeights LoadEngram(TensorLoader& t, const std::string& p, const LayerDescr
 
 }  // namespace
 
-StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint,
-                                        const ModelConfig& c,
+StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint, const ModelConfig& c,
                                         const std::vector<LayerDescriptor>& layers,
                                         WeightResidency residency, ThreadPool& pool) {
   if (c.vision_enabled()) {
@@ -427,7 +429,7 @@ WeightResidency ResolveResidency(WeightResidency requested, uint64_t tensor_byte
   const long page = sysconf(_SC_PAGE_SIZE);
   const double ram = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0.0;
   return static_cast<double>(tensor_bytes) < 0.5 * ram ? WeightResidency::kPacked
-                                                        : WeightResidency::kMapped;
+                                                       : WeightResidency::kMapped;
 }
 
 }  // namespace deepinfer::model

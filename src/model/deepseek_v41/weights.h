@@ -81,7 +81,7 @@ struct SharedExpertWeights {
 };
 
 struct MoeWeights {
-  PlainMatrix gate;                 // [E, dim] bf16, run in fp32
+  PlainMatrix gate;                  // [E, dim] bf16, run in fp32
   const float* gate_bias = nullptr;  // [E]
   std::vector<ExpertWeights> experts;
   SharedExpertWeights shared;
@@ -126,8 +126,8 @@ struct EngramWeights {
   const uint8_t* table = nullptr;        // [rows, head_dim] e4m3
   const uint8_t* table_scale = nullptr;  // [rows, head_dim/32] ue8m0
   int64_t rows = 0;
-  DenseLinear wkv;                    // [(hc+1)*dim, n_cols*head_dim]
-  std::vector<float> gate_weight;     // [hc, dim] q_weight * k_weight in fp32
+  DenseLinear wkv;                 // [(hc+1)*dim, n_cols*head_dim]
+  std::vector<float> gate_weight;  // [hc, dim] q_weight * k_weight in fp32
 };
 
 struct DraftHeadWeights {
@@ -152,16 +152,15 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  const uint16_t* embed = nullptr;  // [V, dim] bf16
-  PlainMatrix head;                 // [V, dim] bf16, run in fp32
-  const uint16_t* norm = nullptr;   // [dim]
+  const uint16_t* embed = nullptr;   // [V, dim] bf16
+  PlainMatrix head;                  // [V, dim] bf16, run in fp32
+  const uint16_t* norm = nullptr;    // [dim]
   std::vector<LayerWeights> layers;  // backbone then DSpark stages (descriptor order)
 };
 
 // Builds the weights of `config` from `checkpoint` (which must outlive the result). Packing runs
 // on `pool`. Fails with one message listing every missing or mis-shaped tensor it needs.
-StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint,
-                                        const ModelConfig& config,
+StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint, const ModelConfig& config,
                                         const std::vector<LayerDescriptor>& layers,
                                         WeightResidency residency, ThreadPool& pool);
 

@@ -132,7 +132,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   const int rd = c.rope_head_dim;
   const int64_t win = c.window_size;
 
-  ScopedPhase phase_proj("attn.qkv");
+  ScopedPhase phase_all("attn");  // the whole attention; the phases below nest in it
   // qr = q_norm(wq_a·x); q = wq_b·qr with RoPE on each head's tail.
   std::vector<uint16_t> qr(rows * ql);
   aw.wq_a.Apply(x, rows, dim, qr.data(), ql, pool);
@@ -167,7 +167,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   }
 
   std::vector<uint16_t> o(rows * qw);
-  ScopedPhase phase_attend("attn.sparse");
+  ScopedPhase phase_attend("attn.sparse+out");
   for (const Segment& seg : ctx->segments)
     AttendSegment(*ctx, li, seg, q.data(), kv.data(), o.data());
   // The ring keeps the last `window` positions of every segment.
@@ -183,7 +183,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
     kernels::ApplyRope(o.data() + r * qw, heads, hd, static_cast<int>(hd), rd,
                        cos_sin.data() + r * rd, true);
   }
-  ScopedPhase phase_out("attn.wo");
+  ScopedPhase phase_out("attn.out");
   // Grouped wo_a (block-diagonal, bf16), then wo_b.
   const int64_t groups = c.o_groups, gin = qw / groups, lora = c.o_lora_rank;
   std::vector<uint16_t> u(rows * groups * lora);

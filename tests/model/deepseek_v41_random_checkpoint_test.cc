@@ -17,6 +17,7 @@
 #include "core/e4m3.h"
 #include "core/thread_pool.h"
 #include "core/ue8m0.h"
+#include "fixture_util.h"
 #include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "model/deepseek_v41/config.h"
@@ -25,20 +26,12 @@
 namespace deepinfer::model {
 namespace {
 
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+const std::string kFixtureDir = test::TinyFixtureDir();
 
 ModelConfig FixtureConfig() {
   StatusOr<ModelConfig> c = LoadModelConfig(kFixtureDir);
   CHECK(c.ok()) << c.status().ToString();
   return *c;
-}
-
-io::Checkpoint OpenQuiet(const std::string& path) {
-  io::CheckpointOptions o;
-  o.show_progress = false;
-  StatusOr<io::Checkpoint> c = io::Checkpoint::Open(path, o);
-  CHECK(c.ok()) << c.status().ToString();
-  return std::move(c).value();
 }
 
 std::string Bytes(const TensorView& v) {
@@ -65,7 +58,7 @@ class RandomCheckpoint : public ::testing::Test {
 io::testing::TempDir* RandomCheckpoint::dir_ = nullptr;
 
 TEST_F(RandomCheckpoint, ValidatesAgainstTheManifest) {
-  const io::Checkpoint c = OpenQuiet(dir_->path());
+  const io::Checkpoint c = test::OpenCheckpointQuiet(dir_->path());
   const Status s = ValidateCheckpoint(c, FixtureConfig());
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(c.total_bytes(), ManifestBytes(ExpectedTensors(FixtureConfig())).total());
@@ -81,8 +74,8 @@ TEST_F(RandomCheckpoint, SameSeedSameBytesWhateverThreadsAndShards) {
   o.pool = &one_thread;
   o.max_shard_bytes = 1 << 20;
   ASSERT_TRUE(WriteRandomCheckpoint(FixtureConfig(), other.path(), o).ok());
-  const io::Checkpoint a = OpenQuiet(dir_->path());
-  const io::Checkpoint b = OpenQuiet(other.path());
+  const io::Checkpoint a = test::OpenCheckpointQuiet(dir_->path());
+  const io::Checkpoint b = test::OpenCheckpointQuiet(other.path());
   EXPECT_GT(b.files().size(), 3u);
   ASSERT_EQ(a.num_tensors(), b.num_tensors());
   for (std::string_view name : a.names()) {
@@ -94,7 +87,7 @@ TEST_F(RandomCheckpoint, SameSeedSameBytesWhateverThreadsAndShards) {
   o.seed = 8;
   o.max_shard_bytes = 0;
   ASSERT_TRUE(WriteRandomCheckpoint(FixtureConfig(), third.path(), o).ok());
-  const io::Checkpoint d = OpenQuiet(third.path());
+  const io::Checkpoint d = test::OpenCheckpointQuiet(third.path());
   size_t differing = 0;
   for (std::string_view name : a.names()) differing += Bytes(*a.Find(name)) != Bytes(*d.Find(name));
   // Every tensor but the tiny ones whose values may coincide (e.g. a [3] scale) changes.
@@ -103,7 +96,7 @@ TEST_F(RandomCheckpoint, SameSeedSameBytesWhateverThreadsAndShards) {
 
 // Largest |code| of each block, decoded: in [224, 448], or the whole block is zero.
 TEST_F(RandomCheckpoint, Fp8BlockScalesAreTight) {
-  const io::Checkpoint c = OpenQuiet(dir_->path());
+  const io::Checkpoint c = test::OpenCheckpointQuiet(dir_->path());
   size_t blocks = 0;
   for (const WeightSpec& w : ExpectedWeights(FixtureConfig())) {
     if (w.layout != WeightLayout::kFp8Tile32 && w.layout != WeightLayout::kFp8Row32) continue;
@@ -148,7 +141,7 @@ TEST_F(RandomCheckpoint, Fp8BlockScalesAreTight) {
 }
 
 TEST_F(RandomCheckpoint, RealValuedWeightsHaveTheirStatistics) {
-  const io::Checkpoint c = OpenQuiet(dir_->path());
+  const io::Checkpoint c = test::OpenCheckpointQuiet(dir_->path());
   for (const WeightSpec& w : ExpectedWeights(FixtureConfig())) {
     if (w.layout != WeightLayout::kBf16 ||
         w.shape.back() * (w.shape.size() == 2 ? w.shape[0] : 1) < 200) {
@@ -180,7 +173,7 @@ TEST_F(RandomCheckpoint, RealValuedWeightsHaveTheirStatistics) {
 // Routed experts: scales within one binade of the base, the base as specified, expert 0 shifted;
 // the nibbles cover all 16 codes about uniformly.
 TEST_F(RandomCheckpoint, ExpertScalesAndCodes) {
-  const io::Checkpoint c = OpenQuiet(dir_->path());
+  const io::Checkpoint c = test::OpenCheckpointQuiet(dir_->path());
   const ModelConfig config = FixtureConfig();
   for (const WeightSpec& w : ExpectedWeights(config)) {
     if (w.layout != WeightLayout::kMxfp4) continue;
@@ -241,7 +234,7 @@ TEST(RandomCheckpointNoEngram, WritesNoTokenMap) {
   o.show_progress = false;
   ASSERT_TRUE(WriteRandomCheckpoint(*config, dir.path(), o).ok());
   EXPECT_FALSE(std::filesystem::exists(dir.File("engram_token_map.json")));
-  EXPECT_TRUE(ValidateCheckpoint(OpenQuiet(dir.path()), *config).ok());
+  EXPECT_TRUE(ValidateCheckpoint(test::OpenCheckpointQuiet(dir.path()), *config).ok());
 }
 
 }  // namespace

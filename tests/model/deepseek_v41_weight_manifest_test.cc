@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../io/test_files.h"
+#include "fixture_util.h"
 #include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
@@ -21,7 +22,7 @@
 namespace deepinfer::model {
 namespace {
 
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+const std::string kFixtureDir = test::TinyFixtureDir();
 const std::string kTestData =
     std::string(DEEPINFER_SOURCE_DIR) + "/tests/model/testdata/deepseek_v41";
 
@@ -31,14 +32,6 @@ ModelConfig LoadHf(const std::string& path) {
   StatusOr<ModelConfig> c = ParseHfConfig(*j);
   CHECK(c.ok()) << c.status().ToString();
   return *c;
-}
-
-io::Checkpoint OpenQuiet(const std::string& path) {
-  io::CheckpointOptions o;
-  o.show_progress = false;
-  StatusOr<io::Checkpoint> c = io::Checkpoint::Open(path, o);
-  CHECK(c.ok()) << c.status().ToString();
-  return std::move(c).value();
 }
 
 TEST(WeightManifest, FixtureConfigListsExactlyTheFixtureTensorsInFileOrder) {
@@ -59,7 +52,7 @@ TEST(WeightManifest, FixtureConfigListsExactlyTheFixtureTensorsInFileOrder) {
   EXPECT_EQ(by_dtype,
             (std::map<std::string, int>{
                 {"BF16", 59}, {"F32", 56}, {"F8_E4M3", 64}, {"F8_E8M0", 148}, {"I8", 84}}));
-  EXPECT_TRUE(ValidateCheckpoint(OpenQuiet(kFixtureDir), config).ok());
+  EXPECT_TRUE(ValidateCheckpoint(test::OpenCheckpointQuiet(kFixtureDir), config).ok());
 }
 
 TEST(WeightManifest, LayoutsAndScaleNames) {
@@ -192,7 +185,7 @@ TEST(WeightManifest, CorruptedCopyReportsEveryProblemInOneError) {
     e.push_back({"layers.2.attn.compressor.wkv.weight", DType::kBF16, {64, 256}});
     d.emplace_back();
   });
-  const Status s = ValidateCheckpoint(OpenQuiet(copy.dir.path()), config);
+  const Status s = ValidateCheckpoint(test::OpenCheckpointQuiet(copy.dir.path()), config);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   const std::string& m = s.message();
@@ -220,7 +213,7 @@ TEST(WeightManifest, LongListsAreCutWithACount) {
       }
     }
   });
-  const Status s = ValidateCheckpoint(OpenQuiet(copy.dir.path()), config);
+  const Status s = ValidateCheckpoint(test::OpenCheckpointQuiet(copy.dir.path()), config);
   ASSERT_FALSE(s.ok());
   // 7 MoE blocks x 4 experts x 3 matrices x (weight + scale).
   EXPECT_NE(s.message().find("168 missing, 0 unexpected, 0 mismatched"), std::string::npos)
@@ -249,7 +242,7 @@ TEST(WeightManifest, VisionTensorsAreIgnoredOnlyWhenTheConfigHasVision) {
     e.push_back({"layers.0.ffn.gate.bias_vl", DType::kF32, {4}});
     d.resize(e.size());
   });
-  const io::Checkpoint ckpt = OpenQuiet(copy.dir.path());
+  const io::Checkpoint ckpt = test::OpenCheckpointQuiet(copy.dir.path());
   EXPECT_TRUE(ValidateCheckpoint(ckpt, *with_vision).ok());
   const Status s = ValidateCheckpoint(ckpt, text_only);
   ASSERT_FALSE(s.ok());
@@ -263,7 +256,7 @@ TEST(WeightManifest, VisionTensorsAreIgnoredOnlyWhenTheConfigHasVision) {
 TEST(WeightManifest, CheckpointBytesOfTheFixtureMatchTheManifest) {
   const ModelConfig config = LoadHf(kFixtureDir + "/config.json");
   const RoleBytes want = ManifestBytes(ExpectedTensors(config));
-  const RoleBytes got = CheckpointBytes(OpenQuiet(kFixtureDir));
+  const RoleBytes got = CheckpointBytes(test::OpenCheckpointQuiet(kFixtureDir));
   EXPECT_EQ(got.bytes, want.bytes);
   EXPECT_EQ(got.tensors, want.tensors);
   EXPECT_EQ(got.total(), 5725508u - 8 - 40176);  // file size - length word - header

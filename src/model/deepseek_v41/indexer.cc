@@ -18,13 +18,18 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// The KV source whose index keys layer `li` scores for this sequence.
-int KeyLayer(const BatchContext& ctx, int li, const SequenceState& state) {
+// The KV source whose index keys layer `li` scores for this sequence: its own in owner mode; the
+// last publisher in official mode, unless that cache cannot cover the `visible` entries this call
+// needs (possible only for chunks the official code never runs, e.g. ratio > 2 with odd chunks),
+// where the own keys are the only meaningful choice.
+int KeyLayer(const BatchContext& ctx, int li, const SequenceState& state, int64_t visible) {
   const LayerDescriptor& d = ctx.layer(li);
-  if (ctx.index_key_mode == IndexKeyMode::kOwner || state.published_index_owner < 0) {
+  const int published = state.published_index_owner;
+  if (ctx.index_key_mode == IndexKeyMode::kOwner || published < 0 ||
+      state.layers[published].n_entries < visible) {
     return d.index_key_layer;
   }
-  return state.published_index_owner;
+  return published;
 }
 
 // Candidate blocks of one row over `visible` scores -> mask (1 = keep).
@@ -84,14 +89,14 @@ void RunIndexer(BatchContext* ctx, int li, const uint16_t* x, const uint16_t* qr
 
   for (const Segment& seg : ctx->segments) {
     const SequenceState& st = *seg.state;
-    const int key_layer = KeyLayer(*ctx, li, st);
-    const LayerCache& keys = st.layers[key_layer];
     std::vector<int64_t> visible(seg.n_rows);
     int64_t max_visible = 0;
     for (int64_t r = 0; r < seg.n_rows; ++r) {
       visible[r] = (seg.pos0 + r + 1) / ratio;
       max_visible = std::max(max_visible, visible[r]);
     }
+    const int key_layer = KeyLayer(*ctx, li, st, max_visible);
+    const LayerCache& keys = st.layers[key_layer];
     CHECK_LE(max_visible, keys.n_entries) << "layer " << li << " reads layer " << key_layer;
     if (max_visible == 0) continue;
     std::vector<float> score(seg.n_rows * max_visible);

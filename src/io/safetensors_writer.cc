@@ -77,8 +77,8 @@ StatusOr<std::string> BuildSafetensorsHeader(const std::vector<TensorEntry>& ten
 // --- SafetensorsWriter -----------------------------------------------------------------------
 
 StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
-    const std::string& path, std::vector<TensorEntry> tensors,
-    std::map<std::string, std::string> metadata) {
+    const std::string& path, const std::vector<TensorEntry>& tensors,
+    const std::map<std::string, std::string>& metadata) {
   DI_ASSIGN_OR_RETURN(std::string header, BuildSafetensorsHeader(tensors, metadata));
   std::unique_ptr<SafetensorsWriter> w(new SafetensorsWriter());
   w->path_ = path;
@@ -206,8 +206,8 @@ StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(
 Status CheckpointWriter::OpenShard(size_t shard) {
   std::vector<TensorEntry> entries;
   for (size_t i : shards_[shard]) entries.push_back(tensors_[i]);
-  DI_ASSIGN_OR_RETURN(writer_, SafetensorsWriter::Create(dir_ + "/" + file_names_[shard],
-                                                         std::move(entries), options_.metadata));
+  DI_ASSIGN_OR_RETURN(writer_, SafetensorsWriter::Create(dir_ + "/" + file_names_[shard], entries,
+                                                         options_.metadata));
   current_ = shard;
   return Status::Ok();
 }

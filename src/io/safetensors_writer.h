@@ -50,8 +50,8 @@ class SafetensorsWriter {
  public:
   // Opens "<path>.tmp" and writes the header. `metadata` defaults to {"format": "pt"}.
   static StatusOr<std::unique_ptr<SafetensorsWriter>> Create(
-      const std::string& path, std::vector<TensorEntry> tensors,
-      std::map<std::string, std::string> metadata = {{"format", "pt"}});
+      const std::string& path, const std::vector<TensorEntry>& tensors,
+      const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
   ~SafetensorsWriter();  // an unfinished file is closed and removed
   SafetensorsWriter(const SafetensorsWriter&) = delete;
   SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;

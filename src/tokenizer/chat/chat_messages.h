@@ -24,7 +24,8 @@ namespace deepinfer::tokenizer {
 
 enum class ChatRole { kSystem, kUser, kAssistant, kLatestReminder };
 
-struct ChatToolCall {
+// The JSON member's constructors can throw only std::bad_alloc.
+struct ChatToolCall {  // NOLINT(bugprone-exception-escape)
   std::string id;
   std::string name;
   // As given: an object, or a JSON string the encoder decodes (twice if double-encoded).
@@ -39,7 +40,7 @@ struct ChatUserBlock {
   std::string text;
 };
 
-struct ChatMessage {
+struct ChatMessage {  // NOLINT(bugprone-exception-escape): as ChatToolCall
   ChatRole role = ChatRole::kUser;
   std::string content;                   // system, assistant, latest_reminder
   std::vector<ChatUserBlock> blocks;     // user turns

@@ -46,8 +46,7 @@ struct BatchContext {
   const std::vector<std::vector<float>>* rope_freqs = nullptr;
 
   std::vector<Segment> segments;
-  std::vector<int64_t> positions;   // [rows]
-  std::vector<int32_t> segment_of;  // [rows] segment index
+  std::vector<int64_t> positions;  // [rows]
   int64_t n_rows = 0;
 
   // Hand-offs within this forward, indexed [layer][row]: the compressed entries (ascending) a

@@ -107,7 +107,6 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
     seg.pos0 = in.state->length;
     for (int64_t r = 0; r < seg.n_rows; ++r) {
       ctx.positions.push_back(seg.pos0 + r);
-      ctx.segment_of.push_back(static_cast<int32_t>(ctx.segments.size()));
     }
     ctx.n_rows += seg.n_rows;
     ctx.segments.push_back(seg);

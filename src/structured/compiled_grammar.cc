@@ -1,0 +1,127 @@
+#include "structured/compiled_grammar.h"
+
+#include "structured/ebnf_parser.h"
+#include "structured/json_schema_converter.h"
+#include "structured/regex_converter.h"
+
+namespace deepinfer::structured {
+
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
+                                 std::shared_ptr<const Vocabulary> vocab)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), space_(grammar_) {}
+
+size_t CompiledGrammar::n_entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+const CompiledGrammar::MaskEntry& CompiledGrammar::Lookup(const std::vector<int32_t>& key) const {
+  std::string k(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int32_t));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(k);
+  if (it != cache_.end()) return *it->second;
+  auto entry = Compute(key);
+  return *cache_.emplace(std::move(k), std::move(entry)).first->second;
+}
+
+std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
+    const std::vector<int32_t>& key) const {
+  CHECK(key.size() >= 3) << "mask key too short";
+  // Rebuild the cut-off stack in our own space, bottom first.
+  const bool exact = key.back() == -1;
+  int32_t parent = exact ? StateSpace::kRootParent : StateSpace::kContextParent;
+  for (size_t i = key.size() - 2; i >= 2; --i) parent = space_.InternNode(key[i], 0, parent);
+  const int32_t top = space_.InternNode(key[0], key[1], parent);
+  const int32_t start = space_.SingleTopState(top);
+
+  auto entry = std::make_unique<MaskEntry>();
+  std::vector<int32_t> accepted;
+  const Vocabulary& v = *vocab_;
+  std::vector<int32_t>& uncertain = entry->uncertain_ids;
+  WalkTokens(space_, start, v.sorted_ids(), v.sorted_lcp(), v.all_bytes(), walk_states_,
+             walk_context_, [&](int32_t id, TokenVerdict verdict) {
+               if (verdict == TokenVerdict::kAccepted) {
+                 accepted.push_back(id);
+               } else if (verdict == TokenVerdict::kUncertain) {
+                 uncertain.push_back(id);
+               }
+             });
+  const int depth = static_cast<int>(key.size()) - 2;
+  if (uncertain.size() > kRefineThreshold && !exact && depth < kMaxKeyDepth) {
+    entry->refine = true;
+    uncertain.clear();
+    return entry;
+  }
+  entry->uncertain_lcp.assign(uncertain.size(), 0);
+  for (size_t i = 1; i < uncertain.size(); ++i) {
+    const std::string& a = v.bytes(uncertain[i - 1]);
+    const std::string& b = v.bytes(uncertain[i]);
+    size_t k = 0;
+    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+    entry->uncertain_lcp[i] = static_cast<uint16_t>(k);
+  }
+  if (accepted.size() * 32 > static_cast<size_t>(v.size())) {
+    entry->accepted_bits.assign(v.n_words(), 0);
+    for (int32_t id : accepted) entry->accepted_bits[id >> 5] |= 1u << (id & 31);
+  } else {
+    entry->accepted_ids = std::move(accepted);
+  }
+  return entry;
+}
+
+GrammarCompiler::GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached)
+    : vocab_(std::move(vocab)), max_cached_(max_cached) {}
+
+size_t GrammarCompiler::cache_hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+
+size_t GrammarCompiler::cache_size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Cached(
+    const std::string& key, const std::string& root,
+    const std::function<StatusOr<std::string>()>& to_ebnf) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      ++hits_;
+      return it->second;
+    }
+  }
+  DI_ASSIGN_OR_RETURN(std::string ebnf, to_ebnf());
+  DI_ASSIGN_OR_RETURN(std::shared_ptr<const Grammar> grammar, BuildEbnfGrammar(ebnf, root));
+  auto compiled = std::make_shared<const CompiledGrammar>(std::move(grammar), vocab_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.size() >= max_cached_) cache_.clear();  // crude bound; grammars are cheap to rebuild
+  cache_.emplace(key, compiled);
+  return std::shared_ptr<const CompiledGrammar>(compiled);
+}
+
+StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::CompileEbnf(
+    std::string_view text, const std::string& root) {
+  std::string src(text);
+  return Cached("ebnf\n" + root + "\n" + src, root, [&]() -> StatusOr<std::string> { return src; });
+}
+
+StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::CompileRegex(
+    std::string_view pattern) {
+  std::string src(pattern);
+  return Cached("regex\n" + src, "root", [&] { return RegexToEbnf(src); });
+}
+
+StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::CompileJsonSchema(
+    std::string_view schema) {
+  std::string src(schema);
+  return Cached("schema\n" + src, "root", [&] { return JsonSchemaToEbnf(src); });
+}
+
+StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::CompileJsonObject() {
+  return Cached("json_object", "root", [] { return StatusOr<std::string>(JsonObjectEbnf()); });
+}
+
+}  // namespace deepinfer::structured

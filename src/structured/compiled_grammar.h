@@ -1,0 +1,96 @@
+// A grammar compiled against a vocabulary, and the compiler that caches compiled grammars.
+//
+// The token mask cache (the idea of xgrammar's adaptive token mask cache): for a matcher stack,
+// most tokens are accepted or rejected by the top few frames alone, whatever lies below. For a
+// key = the top frame plus the next K-1 frames of a stack (K = 1 first), the vocabulary is walked
+// once from that cut-off stack and every usable token is classified: accepted (consumed without
+// leaving the key's frames), rejected (dies inside them) or uncertain (pops below the cut, so it
+// depends on the rest of the stack). A matcher ORs the accepted set into its mask and checks only
+// the uncertain tokens against its real stack. When a key leaves too many tokens uncertain the
+// entry says so and the matcher asks again with K+1 frames (bounded repetitions, small rules).
+// Entries are built on first use and shared by every matcher of the compiled grammar.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "structured/grammar.h"
+#include "structured/state_space.h"
+#include "structured/vocabulary.h"
+
+namespace deepinfer::structured {
+
+class CompiledGrammar {
+ public:
+  struct MaskEntry {
+    bool refine = false;                  // too many uncertain tokens: use a deeper key
+    std::vector<uint32_t> accepted_bits;  // a full bitmask, or empty when accepted_ids is used
+    std::vector<int32_t> accepted_ids;
+    std::vector<int32_t> uncertain_ids;  // in byte order
+    std::vector<uint16_t> uncertain_lcp;
+  };
+  // More uncertain tokens than this make an entry ask for a deeper key (up to kMaxKeyDepth).
+  static constexpr size_t kRefineThreshold = 1024;
+  static constexpr int kMaxKeyDepth = 8;
+
+  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
+
+  const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
+  const Vocabulary& vocabulary() const { return *vocab_; }
+
+  // key: (elem, sub) of the top frame, then the elem of each parent frame, then -1 when the
+  // stack ended at the root (exact) or -2 when it was cut. Thread-safe; the entry lives as long
+  // as this object.
+  const MaskEntry& Lookup(const std::vector<int32_t>& key) const;
+  size_t n_entries() const;
+
+ private:
+  std::unique_ptr<MaskEntry> Compute(const std::vector<int32_t>& key) const;
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  mutable std::mutex mu_;
+  mutable StateSpace space_;
+  mutable std::unordered_map<std::string, std::unique_ptr<MaskEntry>> cache_;
+  mutable std::vector<int32_t> walk_states_;
+  mutable std::vector<uint8_t> walk_context_;
+};
+
+// Compiles grammars for one vocabulary, caching them by their source text (kind + content).
+// Thread-safe. Compilation itself is cheap (parse + lower); mask entries are built lazily.
+class GrammarCompiler {
+ public:
+  explicit GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached = 512);
+
+  StatusOr<std::shared_ptr<const CompiledGrammar>> CompileEbnf(std::string_view text,
+                                                               const std::string& root = "root");
+  StatusOr<std::shared_ptr<const CompiledGrammar>> CompileRegex(std::string_view pattern);
+  StatusOr<std::shared_ptr<const CompiledGrammar>> CompileJsonSchema(std::string_view schema);
+  // Any JSON object (OpenAI's response_format {"type": "json_object"}).
+  StatusOr<std::shared_ptr<const CompiledGrammar>> CompileJsonObject();
+
+  const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocab_; }
+  size_t cache_hits() const;
+  size_t cache_size() const;
+
+ private:
+  // The cached grammar for `key`, or to_ebnf() compiled with start rule `root` and cached.
+  StatusOr<std::shared_ptr<const CompiledGrammar>> Cached(
+      const std::string& key, const std::string& root,
+      const std::function<StatusOr<std::string>()>& to_ebnf);
+
+  std::shared_ptr<const Vocabulary> vocab_;
+  size_t max_cached_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> cache_;
+  size_t hits_ = 0;
+};
+
+}  // namespace deepinfer::structured

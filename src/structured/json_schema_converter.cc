@@ -1,0 +1,584 @@
+#include "structured/json_schema_converter.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "structured/char_class.h"
+#include "structured/ebnf_parser.h"
+#include "structured/json_schema_formats.h"
+#include "structured/number_ranges.h"
+#include "structured/regex_converter.h"
+
+namespace deepinfer::structured {
+namespace {
+
+using Json = nlohmann::json;
+
+// Shared rules every converted schema may use.
+constexpr const char* kBaseRules = R"(
+comma ::= "," " "?
+colon ::= ":" " "?
+json_value ::= json_object | json_array | json_string | json_number | "true" | "false" | "null"
+json_object ::= "{" (json_string colon json_value (comma json_string colon json_value)*)? "}"
+json_array ::= "[" (json_value (comma json_value)*)? "]"
+json_string ::= "\"" json_chars
+json_chars ::= "\"" | [^"\\\x00-\x1F] json_chars | "\\" json_escape json_chars
+json_char ::= [^"\\\x00-\x1F] | "\\" json_escape
+json_escape ::= ["\\/bfnrt] | "u" [0-9a-fA-F]{4}
+json_number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?
+json_key_char ::= [^"\\\x00-\x1F]
+json_key_rest ::= "\"" | json_key_char json_key_rest
+)";
+
+const std::set<std::string>& Annotations() {
+  static const std::set<std::string> k = {
+      "title",    "description",      "default",         "examples", "$schema",
+      "$id",      "$comment",         "deprecated",      "readOnly", "writeOnly",
+      "$anchor",  "contentMediaType", "contentEncoding", "$defs",    "definitions",
+      "nullable", "discriminator"};
+  return k;
+}
+const std::set<std::string>& Handled() {
+  static const std::set<std::string> k = {"type",
+                                          "enum",
+                                          "const",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "items",
+                                          "prefixItems",
+                                          "minItems",
+                                          "maxItems",
+                                          "minLength",
+                                          "maxLength",
+                                          "pattern",
+                                          "format",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "anyOf",
+                                          "oneOf",
+                                          "allOf",
+                                          "$ref"};
+  return k;
+}
+
+std::string JsonTypeOf(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  if (v.is_array()) return "array";
+  return "object";
+}
+
+class Converter {
+ public:
+  explicit Converter(const Json& root) : root_(root) {}
+
+  StatusOr<std::string> Run() {
+    DI_ASSIGN_OR_RETURN(std::string top, Visit(root_, "root_value", 0));
+    std::string out = "root ::= " + top + "\n";
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    return out + kBaseRules;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
+  std::string NewRule(const std::string& hint) {
+    std::string clean;
+    for (char c : hint) clean += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (clean.empty() || !std::isalpha(static_cast<unsigned char>(clean[0]))) clean = "s" + clean;
+    if (clean.size() > 40) clean.resize(40);
+    return clean + "_" + std::to_string(++n_rules_);
+  }
+  std::string Define(const std::string& hint, const std::string& body) {
+    std::string name = NewRule(hint);
+    rules_.emplace_back(name, body);
+    return name;
+  }
+
+  StatusOr<const Json*> Resolve(const std::string& ref) {
+    if (ref.empty() || ref[0] != '#') {
+      return InvalidArgument("$ref '" + ref + "': only local references (#...) are supported");
+    }
+    try {
+      const std::string pointer = ref.substr(1);
+      return &root_.at(Json::json_pointer(pointer));
+    } catch (const std::exception&) {
+      return InvalidArgument("$ref '" + ref + "' does not resolve");
+    }
+  }
+
+  // Keywords of `s` other than annotations.
+  static std::vector<std::string> Constraints(const Json& s) {
+    std::vector<std::string> keys;
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (!Annotations().count(it.key())) keys.push_back(it.key());
+    }
+    return keys;
+  }
+
+  Status CheckKeywords(const Json& s) {
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      const std::string& k = it.key();
+      if (Handled().count(k) || Annotations().count(k) || k.rfind("x-", 0) == 0) continue;
+      return InvalidArgument("JSON Schema keyword '" + k + "' is not supported");
+    }
+    if (s.contains("nullable") && !s["nullable"].is_boolean()) {
+      return InvalidArgument("'nullable' must be a boolean");
+    }
+    return Status::Ok();
+  }
+
+  // allOf-style merge of two object schemas (both without allOf/anyOf/oneOf/$ref).
+  StatusOr<Json> Merge(const Json& a, const Json& b) {
+    Json out = a;
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      const std::string& k = it.key();
+      if (!out.contains(k)) {
+        out[k] = it.value();
+      } else if (k == "properties") {
+        for (auto p = it.value().begin(); p != it.value().end(); ++p) {
+          if (out[k].contains(p.key()) && out[k][p.key()] != p.value()) {
+            out[k][p.key()] = Json{{"allOf", Json::array({out[k][p.key()], p.value()})}};
+          } else {
+            out[k][p.key()] = p.value();
+          }
+        }
+      } else if (k == "required") {
+        for (const Json& r : it.value()) {
+          if (std::find(out[k].begin(), out[k].end(), r) == out[k].end()) out[k].push_back(r);
+        }
+      } else if (k == "type") {
+        Json ta = out[k].is_array() ? out[k] : Json::array({out[k]});
+        Json tb = it.value().is_array() ? it.value() : Json::array({it.value()});
+        Json both = Json::array();
+        for (const Json& t : ta) {
+          if (std::find(tb.begin(), tb.end(), t) != tb.end()) {
+            both.push_back(t);
+          } else if (t == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) {
+            both.push_back("integer");
+          } else if (t == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end()) {
+            both.push_back("integer");
+          }
+        }
+        if (both.empty()) return InvalidArgument("allOf: the types do not intersect");
+        out[k] = both;
+      } else if (k == "minimum" || k == "minLength" || k == "minItems" || k == "exclusiveMinimum") {
+        out[k] = std::max(out[k].get<double>(), it.value().get<double>());
+      } else if (k == "maximum" || k == "maxLength" || k == "maxItems" || k == "exclusiveMaximum") {
+        out[k] = std::min(out[k].get<double>(), it.value().get<double>());
+      } else if (Annotations().count(k) || out[k] == it.value()) {
+        continue;
+      } else {
+        return InvalidArgument("allOf: conflicting values of '" + k + "' cannot be merged");
+      }
+    }
+    // additionalProperties: false on one side excludes the other side's extra properties.
+    for (const Json* side : {&a, &b}) {
+      if (side->value("additionalProperties", Json(true)) == Json(false)) {
+        for (auto p = out["properties"].begin();
+             out.contains("properties") && p != out["properties"].end(); ++p) {
+          if (!side->contains("properties") || !(*side)["properties"].contains(p.key())) {
+            return InvalidArgument("allOf: additionalProperties false excludes property '" +
+                                   p.key() + "'");
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  // Inlines $ref and allOf into one schema (for merging).
+  StatusOr<Json> Flatten(const Json& s, int depth) {
+    if (depth > kMaxDepth) return InvalidArgument("schema nesting too deep (recursive allOf?)");
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) return InvalidArgument("schema 'false' matches nothing");
+      return Json::object();
+    }
+    Json out = s;
+    if (out.contains("$ref")) {
+      DI_ASSIGN_OR_RETURN(const Json* target, Resolve(out["$ref"].get<std::string>()));
+      DI_ASSIGN_OR_RETURN(Json t, Flatten(*target, depth + 1));
+      out.erase("$ref");
+      DI_ASSIGN_OR_RETURN(out, Merge(t, out));
+    }
+    if (out.contains("allOf")) {
+      Json subs = out["allOf"];
+      out.erase("allOf");
+      if (!subs.is_array()) return InvalidArgument("'allOf' must be an array");
+      for (const Json& sub : subs) {
+        DI_ASSIGN_OR_RETURN(Json f, Flatten(sub, depth + 1));
+        DI_ASSIGN_OR_RETURN(out, Merge(out, f));
+      }
+    }
+    return out;
+  }
+
+  // Returns an EBNF expression (usually a rule name) for schema `s`.
+  StatusOr<std::string> Visit(const Json& s, const std::string& hint, int depth) {
+    if (depth > kMaxDepth) return InvalidArgument("schema nesting too deep");
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return std::string("json_value");
+      return InvalidArgument("schema 'false' matches nothing");
+    }
+    if (!s.is_object()) return InvalidArgument("a schema must be an object or a boolean");
+    DI_RETURN_IF_ERROR(CheckKeywords(s));
+    const std::vector<std::string> constraints = Constraints(s);
+    // A bare $ref becomes a shared (possibly recursive) rule.
+    if (s.contains("$ref") && constraints.size() == 1) {
+      const std::string ref = s["$ref"].get<std::string>();
+      auto it = ref_rules_.find(ref);
+      if (it != ref_rules_.end()) return it->second;
+      DI_ASSIGN_OR_RETURN(const Json* target, Resolve(ref));
+      const std::string name = NewRule(ref.substr(ref.rfind('/') + 1));
+      ref_rules_[ref] = name;
+      rules_.emplace_back(name, "");
+      const size_t slot = rules_.size() - 1;
+      DI_ASSIGN_OR_RETURN(std::string body, Visit(*target, name, depth + 1));
+      rules_[slot].second = body;
+      return name;
+    }
+    if (s.contains("$ref") || s.contains("allOf")) {
+      DI_ASSIGN_OR_RETURN(Json flat, Flatten(s, depth));
+      return Visit(flat, hint, depth + 1);
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      if (!s[key].is_array() || s[key].empty()) {
+        return InvalidArgument(std::string("'") + key + "' must be a non-empty array");
+      }
+      Json siblings = s;
+      siblings.erase(key);
+      const bool plain = Constraints(siblings).empty();
+      std::string body;
+      for (size_t i = 0; i < s[key].size(); ++i) {
+        std::string alt;
+        if (plain) {
+          DI_ASSIGN_OR_RETURN(alt, Visit(s[key][i], hint + "_" + std::to_string(i), depth + 1));
+        } else {
+          DI_ASSIGN_OR_RETURN(Json branch, Flatten(s[key][i], depth + 1));
+          DI_ASSIGN_OR_RETURN(Json merged, Merge(siblings, branch));
+          DI_ASSIGN_OR_RETURN(alt, Visit(merged, hint + "_" + std::to_string(i), depth + 1));
+        }
+        body += (i ? " | " : "") + alt;
+      }
+      return Define(hint, body);
+    }
+    if (s.contains("const")) return Define(hint, EbnfQuote(s["const"].dump()));
+    std::vector<std::string> types;
+    if (s.contains("type")) {
+      const Json& t = s["type"];
+      if (t.is_string()) {
+        types.push_back(t.get<std::string>());
+      } else if (t.is_array()) {
+        for (const Json& x : t) {
+          if (!x.is_string()) return InvalidArgument("'type' entries must be strings");
+          types.push_back(x.get<std::string>());
+        }
+      } else {
+        return InvalidArgument("'type' must be a string or an array");
+      }
+    }
+    if (s.value("nullable", false) && !types.empty()) types.push_back("null");
+    if (s.contains("enum")) return Enum(s, types, hint);
+    if (types.empty()) types = InferTypes(s);
+    if (types.empty()) return std::string("json_value");
+    std::string body;
+    std::set<std::string> seen;
+    for (const std::string& t : types) {
+      if (!seen.insert(t).second) continue;
+      DI_ASSIGN_OR_RETURN(std::string alt, Typed(s, t, hint, depth));
+      body += (body.empty() ? "" : " | ") + alt;
+    }
+    return Define(hint, body);
+  }
+
+  static std::vector<std::string> InferTypes(const Json& s) {
+    std::vector<std::string> t;
+    auto any = [&](std::initializer_list<const char*> keys) {
+      for (const char* k : keys) {
+        if (s.contains(k)) return true;
+      }
+      return false;
+    };
+    if (any({"properties", "required", "additionalProperties"})) t.push_back("object");
+    if (any({"items", "prefixItems", "minItems", "maxItems"})) t.push_back("array");
+    if (any({"minLength", "maxLength", "pattern", "format"})) t.push_back("string");
+    if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
+      t.push_back("number");
+    }
+    return t;
+  }
+
+  StatusOr<std::string> Enum(const Json& s, const std::vector<std::string>& types,
+                             const std::string& hint) {
+    if (!s["enum"].is_array() || s["enum"].empty()) {
+      return InvalidArgument("'enum' must be a non-empty array");
+    }
+    std::string body;
+    for (const Json& v : s["enum"]) {
+      const std::string vt = JsonTypeOf(v);
+      bool ok = types.empty();
+      for (const std::string& t : types) ok |= t == vt || (t == "number" && vt == "integer");
+      if (!ok) continue;
+      body += (body.empty() ? "" : " | ") + EbnfQuote(v.dump());
+    }
+    if (body.empty()) return InvalidArgument("no 'enum' value has the schema's type");
+    return Define(hint, body);
+  }
+
+  StatusOr<std::string> Typed(const Json& s, const std::string& type, const std::string& hint,
+                              int depth) {
+    if (type == "null") return std::string("\"null\"");
+    if (type == "boolean") return std::string("(\"true\" | \"false\")");
+    if (type == "integer" || type == "number") {
+      NumberBounds b;
+      DI_RETURN_IF_ERROR(Bounds(s, &b));
+      const bool bounded = b.minimum || b.maximum;
+      if (type == "integer") return IntegerRangeEbnf(b);
+      if (!bounded) return std::string("json_number");
+      return NumberRangeEbnf(b);
+    }
+    if (type == "string") return String(s, hint);
+    if (type == "object") return Object(s, hint, depth);
+    if (type == "array") return Array(s, hint, depth);
+    return InvalidArgument("unknown type '" + type + "'");
+  }
+
+  static Status Bounds(const Json& s, NumberBounds* b) {
+    auto number = [&](const char* k) -> StatusOr<double> {
+      if (!s[k].is_number()) return InvalidArgument(std::string("'") + k + "' must be a number");
+      return s[k].get<double>();
+    };
+    if (s.contains("minimum")) {
+      DI_ASSIGN_OR_RETURN(double v, number("minimum"));
+      b->minimum = v;
+    }
+    if (s.contains("maximum")) {
+      DI_ASSIGN_OR_RETURN(double v, number("maximum"));
+      b->maximum = v;
+    }
+    for (const char* k : {"exclusiveMinimum", "exclusiveMaximum"}) {
+      if (!s.contains(k)) continue;
+      const bool is_min = k[9] == 'M' && k[10] == 'i';
+      std::optional<double>& bound = is_min ? b->minimum : b->maximum;
+      bool& excl = is_min ? b->exclusive_minimum : b->exclusive_maximum;
+      if (s[k].is_boolean()) {  // draft 4: a flag on minimum/maximum
+        excl = s[k].get<bool>();
+        continue;
+      }
+      DI_ASSIGN_OR_RETURN(double v, number(k));
+      const bool tighter = !bound || (is_min ? v >= *bound : v <= *bound);
+      if (tighter) bound = v, excl = true;
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<std::string> String(const Json& s, const std::string& hint) {
+    const bool has_len = s.contains("minLength") || s.contains("maxLength");
+    if (s.contains("format")) {
+      if (s.contains("pattern") || has_len) {
+        return InvalidArgument("'format' together with 'pattern' or a length is not supported");
+      }
+      DI_ASSIGN_OR_RETURN(std::string body, FormatEbnf(s["format"].get<std::string>()));
+      return "\"\\\"\" " + body + " \"\\\"\"";
+    }
+    if (s.contains("pattern")) {
+      if (has_len) {
+        return InvalidArgument("'pattern' together with minLength/maxLength is not supported");
+      }
+      if (!s["pattern"].is_string()) return InvalidArgument("'pattern' must be a string");
+      DI_ASSIGN_OR_RETURN(std::string e, RegexToEbnfExpression(s["pattern"].get<std::string>(),
+                                                               /*json_string_content=*/true));
+      return Define(hint + "_pattern", "\"\\\"\" " + e + " \"\\\"\"");
+    }
+    if (!has_len) return std::string("json_string");
+    const int64_t lo = s.value("minLength", 0);
+    const int64_t hi = s.contains("maxLength") ? s["maxLength"].get<int64_t>() : -1;
+    if (lo < 0 || (hi >= 0 && hi < lo)) return InvalidArgument("minLength above maxLength");
+    if (lo > 10000 || hi > 10000) return InvalidArgument("string lengths above 10000");
+    return "\"\\\"\" json_char{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") +
+           "} \"\\\"\"";
+  }
+
+  // A JSON key (with quotes) that is none of `names` and uses no escapes: a trie over the names.
+  std::string KeyNotIn(const std::vector<std::string>& names, const std::string& hint) {
+    struct TrieNode {
+      std::map<uint32_t, int> next;
+      bool terminal = false;
+    };
+    std::vector<TrieNode> trie(1);
+    for (const std::string& n : names) {
+      int at = 0;
+      bool ok = true;
+      for (size_t p = 0; p < n.size() && ok;) {
+        int32_t cp = DecodeUtf8(n, &p);
+        if (cp < 0x20 || cp == '"' || cp == '\\') {
+          ok = false;  // never produced by an unescaped key: nothing to exclude
+          break;
+        }
+        auto it = trie[at].next.find(cp);
+        if (it == trie[at].next.end()) {
+          trie.emplace_back();
+          it = trie[at].next.emplace(cp, static_cast<int>(trie.size() - 1)).first;
+        }
+        at = it->second;
+      }
+      if (ok) trie[at].terminal = true;
+    }
+    // One rule per trie node; children first so the names exist.
+    std::vector<std::string> rule_of(trie.size());
+    for (int i = static_cast<int>(trie.size()) - 1; i >= 0; --i)
+      rule_of[i] = NewRule(hint + "_key");
+    for (size_t i = 0; i < trie.size(); ++i) {
+      std::string body;
+      if (!trie[i].terminal) body = "\"\\\"\"";
+      CharClass other;
+      other.AddRange(0x20, kMaxCodePoint);
+      other = other.Minus([] {
+        CharClass c;
+        c.Add('"');
+        c.Add('\\');
+        return c;
+      }());
+      for (const auto& [cp, child] : trie[i].next) {
+        std::string lit;
+        AppendUtf8(cp, &lit);
+        body += (body.empty() ? "" : " | ") + EbnfQuote(lit) + " " + rule_of[child];
+        CharClass one;
+        one.Add(cp);
+        other = other.Minus(one);
+      }
+      if (!other.empty()) body += (body.empty() ? "" : " | ") + other.ToEbnf() + " json_key_rest";
+      rules_.emplace_back(rule_of[i], body);
+    }
+    return "\"\\\"\" " + rule_of[0];
+  }
+
+  StatusOr<std::string> Object(const Json& s, const std::string& hint, int depth) {
+    std::vector<std::pair<std::string, std::string>> props;  // key literal, value expr
+    std::vector<std::string> names;
+    std::vector<bool> required;
+    std::set<std::string> req;
+    if (s.contains("required")) {
+      if (!s["required"].is_array()) return InvalidArgument("'required' must be an array");
+      for (const Json& r : s["required"]) req.insert(r.get<std::string>());
+    }
+    if (s.contains("properties")) {
+      if (!s["properties"].is_object()) return InvalidArgument("'properties' must be an object");
+      for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
+        DI_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), hint + "_" + it.key(), depth + 1));
+        names.push_back(it.key());
+        props.emplace_back(EbnfQuote(Json(it.key()).dump()), v);
+        required.push_back(req.count(it.key()) > 0);
+      }
+    }
+    for (const std::string& r : req) {
+      if (std::find(names.begin(), names.end(), r) != names.end()) continue;
+      names.push_back(r);
+      props.emplace_back(EbnfQuote(Json(r).dump()), "json_value");
+      required.push_back(true);
+    }
+    std::string extra;  // one additional "key": value pair, or empty
+    if (s.contains("additionalProperties") && s["additionalProperties"] != Json(false)) {
+      DI_ASSIGN_OR_RETURN(std::string v,
+                          Visit(s["additionalProperties"], hint + "_extra", depth + 1));
+      extra = Define(hint + "_extra_pair", KeyNotIn(names, hint) + " colon " + v);
+    }
+    // after[i]: properties i.. when something was already written (each starts with a comma);
+    // first[i]: the same when nothing was written yet.
+    const size_t n = props.size();
+    std::vector<std::string> after(n + 1), first(n + 1);
+    after[n] = extra.empty() ? "\"\"" : "(comma " + extra + ")*";
+    first[n] = extra.empty() ? "\"\"" : "(" + extra + " (comma " + extra + ")*)?";
+    for (size_t i = n; i-- > 0;) {
+      const std::string pair = props[i].first + " colon " + props[i].second;
+      std::string a = "comma " + pair + " " + after[i + 1];
+      std::string f = pair + " " + after[i + 1];
+      if (!required[i]) a += " | " + after[i + 1], f += " | " + first[i + 1];
+      after[i] = Define(hint + "_a" + std::to_string(i), a);
+      first[i] = Define(hint + "_f" + std::to_string(i), f);
+    }
+    return "\"{\" " + first[0] + " \"}\"";
+  }
+
+  StatusOr<std::string> Array(const Json& s, const std::string& hint, int depth) {
+    std::vector<std::string> prefix;
+    const Json* prefix_json = s.contains("prefixItems") ? &s["prefixItems"] : nullptr;
+    const Json* items = s.contains("items") ? &s["items"] : nullptr;
+    if (items && items->is_array()) prefix_json = items, items = nullptr;  // draft 4-7 tuples
+    if (prefix_json) {
+      if (!prefix_json->is_array()) return InvalidArgument("'prefixItems' must be an array");
+      for (size_t i = 0; i < prefix_json->size(); ++i) {
+        DI_ASSIGN_OR_RETURN(std::string e,
+                            Visit((*prefix_json)[i], hint + "_" + std::to_string(i), depth + 1));
+        prefix.push_back(e);
+      }
+    }
+    const int64_t k = static_cast<int64_t>(prefix.size());
+    int64_t max_items = s.contains("maxItems") ? s["maxItems"].get<int64_t>() : -1;
+    const int64_t min_items = s.value("minItems", 0);
+    std::string tail = "json_value";
+    if (items && *items == Json(false)) {
+      max_items = max_items < 0 ? k : std::min(max_items, k);
+    } else if (items) {
+      DI_ASSIGN_OR_RETURN(tail, Visit(*items, hint + "_item", depth + 1));
+    }
+    if (max_items >= 0 && min_items > max_items) {
+      return InvalidArgument("minItems above maxItems (or above the prefixItems allowed)");
+    }
+    if (min_items > 10000 || max_items > 10000) return InvalidArgument("item counts above 10000");
+    const int64_t explicit_n =
+        max_items < 0 ? std::max(k, min_items) : std::min(std::max(k, min_items), max_items);
+    // rest[i]: the elements from index i on.
+    std::string rest;
+    if (max_items >= 0 && explicit_n == max_items) {
+      rest = "\"\"";
+    } else {
+      const std::string rep =
+          max_items < 0 ? "*"
+                        : "{0," + std::to_string(max_items - explicit_n - (explicit_n == 0)) + "}";
+      rest = explicit_n == 0 ? "(" + tail + " (comma " + tail + ")" + rep + ")?"
+                             : "(comma " + tail + ")" + rep;
+    }
+    for (int64_t i = explicit_n; i-- > 0;) {
+      const std::string elem = i < k ? prefix[i] : tail;
+      std::string body = (i > 0 ? "comma " : "") + elem + " " + rest;
+      if (i >= min_items) body += " | \"\"";
+      rest = Define(hint + "_i" + std::to_string(i), body);
+    }
+    return "\"[\" " + rest + " \"]\"";
+  }
+
+  const Json& root_;
+  std::vector<std::pair<std::string, std::string>> rules_;
+  std::map<std::string, std::string> ref_rules_;
+  int n_rules_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::string> JsonSchemaToEbnf(std::string_view schema) {
+  Json root;
+  try {
+    root = Json::parse(schema);
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("JSON Schema is not valid JSON: ") + e.what());
+  }
+  try {
+    return Converter(root).Run();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string("malformed JSON Schema: ") + e.what());
+  }
+}
+
+std::string JsonObjectEbnf() { return std::string("root ::= json_object\n") + kBaseRules; }
+
+}  // namespace deepinfer::structured

@@ -1,0 +1,60 @@
+// The token vocabulary as the grammar matcher sees it: each id's bytes, which ids may ever be
+// produced under a grammar, and the stop ids (EOS) that end a constrained generation.
+//
+// Ids that are special or added tokens (chat markers, <think>, tool-call markers) are never
+// allowed by a grammar mask; stop ids are allowed exactly when the grammar can end. The usable
+// tokens are also kept sorted by their bytes with the common-prefix length of neighbours, so
+// that a walk over the vocabulary shares the work of common prefixes (a trie walked in order).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace deepinfer::tokenizer {
+class Tokenizer;
+}
+
+namespace deepinfer::structured {
+
+class Vocabulary {
+ public:
+  // token_bytes[id]: the bytes of id; usable[id]: whether a grammar may ever allow it (an empty
+  // token is never usable). stop_ids: ids that end the generation (all below token_bytes.size()).
+  static StatusOr<std::shared_ptr<const Vocabulary>> Create(std::vector<std::string> token_bytes,
+                                                            std::vector<bool> usable,
+                                                            std::vector<int32_t> stop_ids);
+  // From the tokenizer: every special or added token is unusable, EOS is the stop id.
+  // vocab_size (0: the tokenizer's id count) sets the mask width, e.g. the model's 129,280 rows;
+  // ids without a token are never allowed.
+  static StatusOr<std::shared_ptr<const Vocabulary>> FromTokenizer(const tokenizer::Tokenizer& tok,
+                                                                   int32_t vocab_size = 0);
+
+  // Mask width in tokens and in 32-bit words.
+  int32_t size() const { return static_cast<int32_t>(bytes_.size()); }
+  int32_t n_words() const { return (size() + 31) / 32; }
+  const std::string& bytes(int32_t id) const { return bytes_[id]; }
+  const std::vector<std::string>& all_bytes() const { return bytes_; }
+  bool usable(int32_t id) const { return usable_[id]; }
+  bool IsStop(int32_t id) const { return is_stop_[id]; }
+  const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
+  // Usable ids in byte order; lcp[i]: common prefix length of sorted[i-1] and sorted[i] (0 at i=0).
+  const std::vector<int32_t>& sorted_ids() const { return sorted_; }
+  const std::vector<uint16_t>& sorted_lcp() const { return lcp_; }
+  size_t max_token_bytes() const { return max_len_; }
+  // Identifies the vocabulary in compiled-grammar cache keys.
+  uint64_t fingerprint() const { return fingerprint_; }
+
+ private:
+  std::vector<std::string> bytes_;
+  std::vector<bool> usable_, is_stop_;
+  std::vector<int32_t> stop_ids_, sorted_;
+  std::vector<uint16_t> lcp_;
+  size_t max_len_ = 0;
+  uint64_t fingerprint_ = 0;
+};
+
+}  // namespace deepinfer::structured

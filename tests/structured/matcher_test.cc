@@ -1,0 +1,176 @@
+// The mask against brute force (every token tried with AcceptToken + Rollback) on a synthetic
+// vocabulary of multi-byte tokens, so that tokens cross rule boundaries, split UTF-8 characters
+// and exercise the mask cache's uncertain tokens.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "structured/ebnf_parser.h"
+#include "structured/json_schema_converter.h"
+#include "test_util.h"
+
+namespace deepinfer::structured {
+namespace {
+
+constexpr int32_t kEos = 0, kSpecial = 1;
+
+std::shared_ptr<const Vocabulary> SyntheticVocabulary() {
+  std::vector<std::string> bytes = {"<eos>", "<|special|>"};
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
+  const std::vector<std::string> pieces = {
+      "{",    "}",    "[",        "]",    "\"",       ",",      ":",    " ",
+      "0",    "1",    "9",        "-",    ".",        "e",      "a",    "b",
+      "x",    "\\",   "n",        "u",    "\xC3\xA9", "\xC3",   "\xA9", "true",
+      "null", "name", "\"name\"", "city", "\": \"",   "\", \"", "\"}"};
+  std::mt19937 rng(7);
+  std::set<std::string> seen(bytes.begin(), bytes.end());
+  while (bytes.size() < 3000) {
+    std::string t;
+    const int n = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < n; ++i) t += pieces[rng() % pieces.size()];
+    if (seen.insert(t).second) bytes.push_back(t);
+  }
+  std::vector<bool> usable(bytes.size(), true);
+  usable[kSpecial] = false;
+  return Vocabulary::Create(std::move(bytes), std::move(usable), {kEos}).value();
+}
+
+std::vector<uint32_t> BruteForceMask(GrammarMatcher& m, const Vocabulary& v) {
+  std::vector<uint32_t> bits(v.n_words(), 0);
+  for (int32_t id = 0; id < v.size(); ++id) {
+    if (m.AcceptToken(id)) {
+      bits[id >> 5] |= 1u << (id & 31);
+      m.Rollback(1);
+    }
+  }
+  return bits;
+}
+
+bool Bit(const std::vector<uint32_t>& bits, int32_t id) { return (bits[id >> 5] >> (id & 31)) & 1; }
+
+// Random walks; at every step the mask must equal brute force, and every allowed token must
+// leave a non-empty mask (or terminate).
+void CheckWalks(const std::string& ebnf, int n_walks, int max_steps) {
+  auto vocab = SyntheticVocabulary();
+  GrammarCompiler compiler(vocab);
+  auto compiled = compiler.CompileEbnf(ebnf);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  std::mt19937 rng(11);
+  for (int w = 0; w < n_walks; ++w) {
+    GrammarMatcher m(*compiled);
+    std::vector<uint32_t> mask(vocab->n_words());
+    for (int step = 0; step < max_steps && !m.IsTerminated(); ++step) {
+      m.FillNextTokenBitmask(mask.data());
+      ASSERT_EQ(mask, BruteForceMask(m, *vocab)) << "walk " << w << " step " << step;
+      ASSERT_FALSE(Bit(mask, kSpecial));
+      ASSERT_EQ(Bit(mask, kEos), m.CanEnd());
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < vocab->size(); ++id) {
+        if (Bit(mask, id)) allowed.push_back(id);
+      }
+      ASSERT_FALSE(allowed.empty()) << "dead end at walk " << w << " step " << step;
+      // Past half the budget, head for the end.
+      int32_t pick = allowed[rng() % allowed.size()];
+      if (step > max_steps / 2) {
+        int64_t best = INT64_MAX;
+        for (int32_t id : allowed) {
+          ASSERT_TRUE(m.AcceptToken(id));
+          const int64_t c = m.IsTerminated() ? -1 : m.MinCompletionBytes();
+          m.Rollback(1);
+          if (c < best) best = c, pick = id;
+        }
+      }
+      ASSERT_TRUE(m.AcceptToken(pick));
+    }
+    EXPECT_TRUE(m.IsTerminated()) << "walk " << w << " did not finish";
+  }
+}
+
+TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonSchema) {
+  auto ebnf = JsonSchemaToEbnf(R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string"},
+      "n": {"type": "integer", "minimum": -5, "maximum": 120},
+      "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3},
+      "x": {"type": ["number", "null"]},
+      "extra": {"type": "object", "additionalProperties": {"type": "boolean"}}
+    },
+    "required": ["name"]
+  })");
+  ASSERT_TRUE(ebnf.ok()) << ebnf.status().ToString();
+  CheckWalks(*ebnf, 12, 40);
+}
+
+TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonObjectAndUtf8) {
+  CheckWalks(JsonObjectEbnf(), 8, 30);
+  CheckWalks("root ::= ([\\u00e0-\\u00ff] | \"a\" | \"\\\"\")+ \"}\"", 6, 20);
+}
+
+TEST(GrammarMatcher, RollbackRestoresEarlierMasks) {
+  auto vocab = SyntheticVocabulary();
+  GrammarCompiler compiler(vocab);
+  auto compiled = compiler.CompileJsonObject();
+  ASSERT_TRUE(compiled.ok());
+  GrammarMatcher m(*compiled);
+  std::mt19937 rng(3);
+  std::vector<std::vector<uint32_t>> masks;
+  std::vector<uint32_t> mask(vocab->n_words());
+  for (int step = 0; step < 24 && !m.IsTerminated(); ++step) {
+    m.FillNextTokenBitmask(mask.data());
+    masks.push_back(mask);
+    std::vector<int32_t> allowed;
+    for (int32_t id = 0; id < vocab->size(); ++id) {
+      if (Bit(mask, id)) allowed.push_back(id);
+    }
+    ASSERT_TRUE(m.AcceptToken(allowed[rng() % allowed.size()]));
+  }
+  const int n = m.n_accepted();
+  ASSERT_GE(n, 17);
+  m.Rollback(16);
+  m.FillNextTokenBitmask(mask.data());
+  EXPECT_EQ(mask, masks[n - 16]);
+  m.Rollback(n - 16);
+  m.FillNextTokenBitmask(mask.data());
+  EXPECT_EQ(mask, masks[0]);
+}
+
+TEST(GrammarMatcher, EosSpecialTokensAndTermination) {
+  auto vocab = SyntheticVocabulary();
+  GrammarCompiler compiler(vocab);
+  auto compiled = compiler.CompileEbnf("root ::= \"a\" \"b\"?");
+  ASSERT_TRUE(compiled.ok());
+  GrammarMatcher m(*compiled);
+  const int32_t a = 2 + 'a', b = 2 + 'b';
+  EXPECT_FALSE(m.AcceptToken(kEos));  // cannot end before "a"
+  EXPECT_FALSE(m.AcceptToken(kSpecial));
+  EXPECT_FALSE(m.AcceptToken(-1));
+  EXPECT_FALSE(m.AcceptToken(vocab->size()));
+  EXPECT_EQ(m.n_accepted(), 0);
+  ASSERT_TRUE(m.AcceptToken(a));
+  EXPECT_TRUE(m.CanEnd());
+  std::vector<uint32_t> mask(vocab->n_words());
+  m.FillNextTokenBitmask(mask.data());
+  EXPECT_TRUE(Bit(mask, kEos));
+  EXPECT_TRUE(Bit(mask, b));
+  EXPECT_FALSE(Bit(mask, a));
+  ASSERT_TRUE(m.AcceptToken(b));
+  m.FillNextTokenBitmask(mask.data());
+  int n_allowed = 0;
+  for (uint32_t w : mask) n_allowed += __builtin_popcount(w);
+  EXPECT_EQ(n_allowed, 1);  // only EOS
+  ASSERT_TRUE(m.AcceptToken(kEos));
+  EXPECT_TRUE(m.IsTerminated());
+  EXPECT_FALSE(m.AcceptToken(kEos));
+  m.FillNextTokenBitmask(mask.data());
+  EXPECT_EQ(std::count(mask.begin(), mask.end(), 0u), static_cast<long>(mask.size()));
+  m.Rollback(1);  // undoes EOS
+  EXPECT_FALSE(m.IsTerminated());
+  EXPECT_TRUE(m.CanEnd());
+  EXPECT_EQ(m.n_accepted(), 2);
+}
+
+}  // namespace
+}  // namespace deepinfer::structured

@@ -14,7 +14,7 @@
 namespace deepinfer::structured {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;  // keeps the schema's property order
 
 // Shared rules every converted schema may use.
 constexpr const char* kBaseRules = R"(

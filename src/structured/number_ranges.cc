@@ -123,6 +123,20 @@ StatusOr<std::string> NumberRangeEbnf(const NumberBounds& bounds) {
         bounds.minimum ? static_cast<int64_t>(std::floor(-*bounds.minimum)) - 1 : kNone;
     if (b == kNone || (b >= 0 && a <= b)) alts.push_back("\"-\" " + Magnitude(a, b) + fraction);
   }
+  // At an exclusive integral bound, the bound's own integer part with a non-zero fraction:
+  // lo.f (f > 0) for exclusiveMinimum lo >= 0, -k.f for exclusiveMaximum -k <= 0.
+  const std::string nonzero_fraction = " \".\" [0-9]* [1-9]";
+  auto integral = [](double v) { return std::floor(v) == v; };
+  if (bounds.minimum && bounds.exclusive_minimum && integral(*bounds.minimum) &&
+      *bounds.minimum >= 0 && (!bounds.maximum || *bounds.minimum + 1 <= *bounds.maximum)) {
+    alts.push_back("\"" + std::to_string(static_cast<int64_t>(*bounds.minimum)) + "\"" +
+                   nonzero_fraction);
+  }
+  if (bounds.maximum && bounds.exclusive_maximum && integral(*bounds.maximum) &&
+      *bounds.maximum <= 0 && (!bounds.minimum || *bounds.maximum - 1 >= *bounds.minimum)) {
+    alts.push_back("\"-" + std::to_string(static_cast<int64_t>(-*bounds.maximum)) + "\"" +
+                   nonzero_fraction);
+  }
   if (alts.empty()) return InvalidArgument("no number lies within the bounds");
   return Join(alts);
 }

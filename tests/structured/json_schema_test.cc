@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include "structured/ebnf_parser.h"
+#include "structured/json_schema_converter.h"
+#include "test_util.h"
+
+namespace deepinfer::structured {
+namespace {
+
+using testing::ByteVocabulary;
+using testing::FullMatch;
+
+std::shared_ptr<const CompiledGrammar> Schema(const std::string& schema) {
+  GrammarCompiler compiler(ByteVocabulary());
+  auto g = compiler.CompileJsonSchema(schema);
+  EXPECT_TRUE(g.ok()) << schema << ": " << g.status().ToString();
+  return g.ok() ? *g : nullptr;
+}
+
+TEST(JsonSchema, ObjectsFollowPropertyOrderAndRequired) {
+  auto g = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"},
+      "b": {"type": "string"}}, "required": ["b"]})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"b":"x"})"));
+  EXPECT_TRUE(FullMatch(g, R"({"a": 1, "b": "x"})"));
+  EXPECT_FALSE(FullMatch(g, R"({"a":1})"));          // b required
+  EXPECT_FALSE(FullMatch(g, R"({"b":"x","a":1})"));  // schema order
+  EXPECT_FALSE(FullMatch(g, R"({"b":"x","c":1})"));  // no extra properties by default
+  EXPECT_FALSE(FullMatch(g, R"({ "b":"x"})"));       // compact: no space after {
+  EXPECT_FALSE(FullMatch(g, R"({"b":  "x"})"));      // at most one space
+}
+
+TEST(JsonSchema, AdditionalPropertiesNeverRepeatDeclaredKeys) {
+  auto g = Schema(R"({"type": "object", "properties": {"id": {"type": "integer"}},
+      "additionalProperties": {"type": "boolean"}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"id":1,"x":true,"idx":false,"i":true})"));
+  EXPECT_TRUE(FullMatch(g, R"({"x":true})"));
+  EXPECT_FALSE(FullMatch(g, R"({"id":1,"id":true})"));
+  EXPECT_FALSE(FullMatch(g, R"({"x":1})"));
+}
+
+TEST(JsonSchema, NumbersStringsArraysAndFormats) {
+  auto ints = Schema(R"({"type": "integer", "minimum": -12, "exclusiveMaximum": 105})");
+  for (const char* ok : {"-12", "-1", "0", "7", "99", "104"})
+    EXPECT_TRUE(FullMatch(ints, ok)) << ok;
+  for (const char* bad : {"-13", "105", "007", "-0", "1.5", "1e2"}) {
+    EXPECT_FALSE(FullMatch(ints, bad)) << bad;
+  }
+  auto nums = Schema(R"({"type": "number", "minimum": 0.5, "maximum": 3})");
+  for (const char* ok : {"1", "3", "2.75", "1.0"}) EXPECT_TRUE(FullMatch(nums, ok)) << ok;
+  for (const char* bad : {"0", "3.5", "-1", "4"}) EXPECT_FALSE(FullMatch(nums, bad)) << bad;
+  auto strs = Schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
+  EXPECT_TRUE(FullMatch(strs, R"("ab")"));
+  EXPECT_TRUE(FullMatch(strs, R"("a\n\u00e9")"));
+  EXPECT_FALSE(FullMatch(strs, R"("a")"));
+  EXPECT_FALSE(FullMatch(strs, R"("abcd")"));
+  auto arr = Schema(R"({"type": "array", "prefixItems": [{"type": "null"}],
+      "items": {"type": "boolean"}, "minItems": 2, "maxItems": 3})");
+  EXPECT_TRUE(FullMatch(arr, "[null,true]"));
+  EXPECT_TRUE(FullMatch(arr, "[null, true, false]"));
+  EXPECT_FALSE(FullMatch(arr, "[null]"));
+  EXPECT_FALSE(FullMatch(arr, "[null,true,false,true]"));
+  EXPECT_FALSE(FullMatch(arr, "[true,true]"));
+  auto date = Schema(R"({"type": "string", "format": "date-time"})");
+  EXPECT_TRUE(FullMatch(date, R"("2024-02-28T23:59:60Z")") == false);
+  EXPECT_TRUE(FullMatch(date, R"("2024-02-28T23:59:59.123+05:30")"));
+  EXPECT_FALSE(FullMatch(date, R"("2024-02-30T10:00:00Z")"));
+  auto ip = Schema(R"({"type": "string", "format": "ipv4"})");
+  EXPECT_TRUE(FullMatch(ip, R"("255.0.10.1")"));
+  EXPECT_FALSE(FullMatch(ip, R"("256.0.0.1")"));
+}
+
+TEST(JsonSchema, RefsAnyOfAllOfAndEnum) {
+  auto g = Schema(R"({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"},
+      "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}, "required": ["v", "next"]}},
+      "$ref": "#/$defs/n"})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"v":1,"next":{"v":2,"next":null}})"));
+  EXPECT_FALSE(FullMatch(g, R"({"v":1,"next":{"v":2}})"));
+  auto all = Schema(R"({"allOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+      {"properties": {"b": {"enum": ["x", null]}}, "required": ["b"]}]})");
+  ASSERT_NE(all, nullptr);
+  EXPECT_TRUE(FullMatch(all, R"({"a":1,"b":null})"));
+  EXPECT_FALSE(FullMatch(all, R"({"a":1})"));
+  EXPECT_FALSE(FullMatch(all, R"({"a":2,"b":"x"})"));
+}
+
+TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"type": "array", "uniqueItems": true})", "'uniqueItems' is not supported"},
+      {R"({"type": "number", "multipleOf": 2})", "'multipleOf' is not supported"},
+      {R"({"patternProperties": {"^a": {}}})", "'patternProperties' is not supported"},
+      {R"({"if": {}, "then": {}})", "'if' is not supported"},
+      {R"({"not": {"type": "null"}})", "'not' is not supported"},
+      {R"({"type": "string", "format": "hostname"})", "format 'hostname' is not supported"},
+      {R"({"type": "string", "pattern": "(a)\\1"})", "backreferences"},
+      {R"({"type": "strin"})", "unknown type 'strin'"},
+      {R"({"$ref": "#/$defs/missing"})", "does not resolve"},
+      {R"({"$ref": "http://x/y.json"})", "only local references"},
+      {R"({"type": "array", "minItems": 3, "maxItems": 2})", "minItems above maxItems"},
+      {R"({"type": "integer", "minimum": 5, "maximum": 4})", "no integer"},
+      {R"({"enum": []})", "non-empty array"},
+      {R"({"type": "object", "properties": {"a": false}, "required": ["a"]})", "matches nothing"},
+      {R"({"type": "object", "properties": )", "not valid JSON"},
+  };
+  for (const auto& [schema, what] : cases) {
+    auto e = JsonSchemaToEbnf(schema);
+    Status s = e.ok() ? BuildEbnfGrammar(*e).status() : e.status();
+    ASSERT_FALSE(s.ok()) << schema;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(what), std::string::npos) << schema << ": " << s.message();
+  }
+}
+
+TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {
+  GrammarCompiler compiler(ByteVocabulary());
+  auto g = compiler.CompileJsonObject();
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(FullMatch(*g, R"({"a":[1,{"b":null}],"c":"\u00e9x","d":-1.5e+3})"));
+  EXPECT_TRUE(FullMatch(*g, "{}"));
+  EXPECT_FALSE(FullMatch(*g, "[]"));
+  EXPECT_FALSE(FullMatch(*g, R"({"a":01})"));
+}
+
+}  // namespace
+}  // namespace deepinfer::structured

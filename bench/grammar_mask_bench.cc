@@ -35,8 +35,8 @@ constexpr const char* kToolSchema = R"({
   "additionalProperties": false
 })";
 
-std::vector<int32_t> MakeWalk(const std::shared_ptr<const deepinfer::structured::CompiledGrammar>& g,
-                              int budget) {
+std::vector<int32_t> MakeWalk(
+    const std::shared_ptr<const deepinfer::structured::CompiledGrammar>& g, int budget) {
   GrammarMatcher m(g);
   const Vocabulary& v = g->vocabulary();
   std::vector<uint32_t> mask(v.n_words());

@@ -10,7 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
-  libpcre2-dev libicu-dev
+  libpcre2-dev libicu-dev libxxhash-dev
   python3 python3-jsonschema  # tests/structured/validate_outputs.py
 )
 # Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).

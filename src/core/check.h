@@ -34,3 +34,14 @@ struct Voidify {
 #define CHECK_EQ(a, b) CHECK((a) == (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "
 #define CHECK_LE(a, b) CHECK((a) <= (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "
 #define CHECK_LT(a, b) CHECK((a) < (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "
+#define CHECK_GE(a, b) CHECK((a) >= (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "
+#define CHECK_GT(a, b) CHECK((a) > (b)) << #a " = " << (a) << ", " #b " = " << (b) << " "
+// Checks of hot-path invariants: compiled in debug builds only.
+#ifdef NDEBUG
+#define DCHECK(cond) \
+  while (false) CHECK(cond)
+#else
+#define DCHECK(cond) CHECK(cond)
+#endif
+#define DCHECK_GE(a, b) DCHECK((a) >= (b))
+#define DCHECK_LT(a, b) DCHECK((a) < (b))

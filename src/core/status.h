@@ -48,6 +48,9 @@ inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // A value or an error. Accessing the value of an error is a CHECK failure.

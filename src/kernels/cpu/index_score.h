@@ -30,6 +30,10 @@ struct IndexScoreParams {
   int64_t w_row_stride = 0;
   const uint16_t* k = nullptr;  // [n_keys][k_stride] bf16 index keys
   int64_t k_stride = 0;
+  // Paged keys instead of `k` (when k_pages is set): key t at
+  // k_pages[t / keys_per_page] + (t % keys_per_page) * k_stride.
+  const uint16_t* const* k_pages = nullptr;
+  int64_t keys_per_page = 0;
   int64_t n_keys = 0;
   const int64_t* visible = nullptr;  // [n_rows] keys visible to each row, or null = all n_keys
   float* score = nullptr;            // [n_rows][score_stride] fp32
@@ -38,6 +42,12 @@ struct IndexScoreParams {
   int n_heads = 0;
   int head_dim = 0;  // even
 };
+
+// Key t of `p` (contiguous or paged).
+inline const uint16_t* IndexKeyAt(const IndexScoreParams& p, int64_t t) {
+  if (p.k_pages == nullptr) return p.k + t * p.k_stride;
+  return p.k_pages[t / p.keys_per_page] + (t % p.keys_per_page) * p.k_stride;
+}
 
 void IndexScoreRef(const IndexScoreParams& p);
 // AVX-512 path, bit-identical to IndexScoreRef (needs head_dim % 2 == 0). Threads split rows and

@@ -94,11 +94,11 @@ void ScoreRange(const IndexScoreParams& p, const RowPack& pack, int64_t r, int64
   int64_t t = t0;
   const uint16_t* keys[kKeyTile];
   for (; t + kKeyTile <= end; t += kKeyTile) {
-    for (int j = 0; j < kKeyTile; ++j) keys[j] = p.k + (t + j) * p.k_stride;
+    for (int j = 0; j < kKeyTile; ++j) keys[j] = IndexKeyAt(p, t + j);
     ScoreTile<kKeyTile>(pack, keys, out + t);
   }
   for (; t < end; ++t) {
-    keys[0] = p.k + t * p.k_stride;
+    keys[0] = IndexKeyAt(p, t);
     ScoreTile<1>(pack, keys, out + t);
   }
   for (t = std::max(t0, end); t < t1; ++t) out[t] = -std::numeric_limits<float>::infinity();

@@ -35,7 +35,7 @@ void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const ui
   const LayerCache* comp = nullptr;
   if (d.has_compressed_kv()) {
     topk = &ctx.topk[d.index_source_layer];
-    comp = &seg.state->layers[d.kv_source_layer];
+    comp = &seg.state->layers[d.kv_source_layer];  // entries live in the sequence's pages
     for (int64_t r = 0; r < seg.n_rows; ++r) {
       const auto& sel = (*topk)[seg.row0 + r];
       used.insert(used.end(), sel.begin(), sel.end());
@@ -50,7 +50,7 @@ void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const ui
   std::copy_n(kv + seg.row0 * hd, seg.n_rows * hd, g.data() + (seg.pos0 - gstart) * hd);
   for (size_t i = 0; i < used.size(); ++i) {
     CHECK_LT(used[i], comp->n_entries);
-    std::copy_n(comp->compressed.data() + static_cast<int64_t>(used[i]) * hd, hd,
+    std::copy_n(seg.state->CompressedEntry(d.kv_source_layer, used[i]), hd,
                 g.data() + (n_window + static_cast<int64_t>(i)) * hd);
   }
 
@@ -170,12 +170,17 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   ScopedPhase phase_attend("attn.sparse+out");
   for (const Segment& seg : ctx->segments)
     AttendSegment(*ctx, li, seg, q.data(), kv.data(), o.data());
-  // The ring keeps the last `window` positions of every segment.
+  // The ring keeps the last `window` positions of every segment; the page tails keep the last
+  // positions of every page (kv_pages.h).
   for (const Segment& seg : ctx->segments) {
     LayerCache& cache = seg.state->layers[li];
     for (int64_t r = std::max<int64_t>(0, seg.n_rows - win); r < seg.n_rows; ++r) {
       std::copy_n(kv.data() + (seg.row0 + r) * hd, hd,
                   cache.ring.data() + ((seg.pos0 + r) % win) * hd);
+    }
+    for (int64_t r = 0; r < seg.n_rows; ++r) {
+      uint16_t* tail = seg.state->RingTail(li, -1, seg.pos0 + r);
+      if (tail != nullptr) std::copy_n(kv.data() + (seg.row0 + r) * hd, hd, tail);
     }
   }
   // Remove the query rotation from the output's rotary lanes.

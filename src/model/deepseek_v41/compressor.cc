@@ -15,9 +15,11 @@
 namespace deepinfer::model {
 namespace {
 
-// Appends the index key and the compressed KV of one pre-RoPE latent (entry j) to `cache`.
+// Writes the index key and the compressed KV of one pre-RoPE latent (entry j) into the
+// sequence's page for it.
 void EmitEntry(const BatchContext& ctx, int li, const uint16_t* latent, int64_t j,
-               LayerCache& cache) {
+               SequenceState& st) {
+  LayerCache& cache = st.layers[li];
   const ModelConfig& c = ctx.cfg();
   const LayerDescriptor& d = ctx.layer(li);
   const AttentionWeights& aw = ctx.weights->layers[li].attn;
@@ -33,12 +35,12 @@ void EmitEntry(const BatchContext& ctx, int li, const uint16_t* latent, int64_t 
     kernels::RmsNormInPlace(iw.k_norm, k.data(), 1, id, c.norm_eps);
     kernels::ApplyRope(k.data(), 1, id, static_cast<int>(id), rd, cos_sin.data(), false);
     kernels::Fp4QdqPow2Block32(k.data(), id);
-    cache.index_keys.insert(cache.index_keys.end(), k.begin(), k.end());
+    std::copy(k.begin(), k.end(), st.IndexKey(li, j));
   }
-  std::vector<uint16_t> kv(latent, latent + hd);
-  kernels::ApplyRope(kv.data(), 1, hd, static_cast<int>(hd), rd, cos_sin.data(), false);
-  kernels::Fp4QdqE4m3Block16(kv.data(), hd);
-  cache.compressed.insert(cache.compressed.end(), kv.begin(), kv.end());
+  uint16_t* kv = st.CompressedEntry(li, j);
+  std::copy_n(latent, hd, kv);
+  kernels::ApplyRope(kv, 1, hd, static_cast<int>(hd), rd, cos_sin.data(), false);
+  kernels::Fp4QdqE4m3Block16(kv, hd);
   cache.n_entries = j + 1;
 }
 
@@ -65,7 +67,7 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
       for (int64_t r = 0; r < seg.n_rows; ++r) {
         const int64_t pos = seg.pos0 + r;
         CHECK_EQ(cache.n_entries, pos);
-        EmitEntry(ctx, li, latent.data() + (seg.row0 + r) * hd, pos, cache);
+        EmitEntry(ctx, li, latent.data() + (seg.row0 + r) * hd, pos, *seg.state);
       }
       (*emitted)[s] = seg.n_rows;
     }
@@ -108,7 +110,7 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
       kernels::RmsNormInPlace(cw.norm, latent.data(), 1, hd, c.norm_eps);
       const int64_t j = pos / ratio;
       CHECK_EQ(cache.n_entries, j);
-      EmitEntry(ctx, li, latent.data(), j, cache);
+      EmitEntry(ctx, li, latent.data(), j, *seg.state);
       ++(*emitted)[s];
     }
   }

@@ -69,6 +69,10 @@ Status Model::DSparkExtend(SequenceState* state, const uint16_t* taps, int64_t r
     for (int64_t r = std::max<int64_t>(0, rows - win); r < rows; ++r) {
       std::copy_n(kv.data() + r * hd, hd, ring.data() + ((pos0 + r) % win) * hd);
     }
+    for (int64_t r = 0; r < rows; ++r) {  // page tails, for prefix reuse (kv_pages.h)
+      uint16_t* tail = state->RingTail(-1, s, pos0 + r);
+      if (tail != nullptr) std::copy_n(kv.data() + r * hd, hd, tail);
+    }
   }
   state->dspark_length += rows;
   return Status::Ok();

@@ -100,12 +100,18 @@ void RunIndexer(BatchContext* ctx, int li, const uint16_t* x, const uint16_t* qr
     CHECK_LE(max_visible, keys.n_entries) << "layer " << li << " reads layer " << key_layer;
     if (max_visible == 0) continue;
     std::vector<float> score(seg.n_rows * max_visible);
+    const KvPageLayout::Layer& key_pages = st.page_layout().layers[key_layer];
+    std::vector<const uint16_t*> k_pages;
+    for (int64_t j = 0; j < max_visible; j += key_pages.entries_per_page) {
+      k_pages.push_back(st.IndexKey(key_layer, j));
+    }
     kernels::IndexScoreParams p;
     p.q = q.data() + seg.row0 * qw;
     p.q_row_stride = qw;
     p.w = w.data() + seg.row0 * heads;
     p.w_row_stride = heads;
-    p.k = keys.index_keys.data();
+    p.k_pages = k_pages.data();
+    p.keys_per_page = key_pages.entries_per_page;
     p.k_stride = id;
     p.n_keys = max_visible;
     p.visible = visible.data();

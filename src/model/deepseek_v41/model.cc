@@ -100,6 +100,8 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
                                std::to_string(c.vocab_size) + ")");
       }
     }
+    DI_RETURN_IF_ERROR(
+        EnsurePages(in.state, in.state->length + static_cast<int64_t>(in.tokens.size())));
     Segment seg;
     seg.state = in.state;
     seg.row0 = ctx.n_rows;
@@ -174,10 +176,11 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   out->final_hidden.assign(rows * dim, 0);
   HcCollapse(c, x.data(), pre.data(), rows, out->final_hidden.data());
   out->logit_rows.clear();
-  for (const Segment& seg : ctx.segments) {
+  for (size_t s = 0; s < ctx.segments.size(); ++s) {
+    const Segment& seg = ctx.segments[s];
     if (options.all_logits) {
       for (int64_t r = 0; r < seg.n_rows; ++r) out->logit_rows.push_back(seg.row0 + r);
-    } else {
+    } else if (inputs[s].want_logits) {
       out->logit_rows.push_back(seg.row0 + seg.n_rows - 1);
     }
   }
@@ -197,6 +200,7 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
     SequenceState& st = *inputs[s].state;
     st.length += static_cast<int64_t>(inputs[s].tokens.size());
     st.tokens.insert(st.tokens.end(), inputs[s].tokens.begin(), inputs[s].tokens.end());
+    SealCompletePages(&st, ctx.segments[s].pos0);
   }
   return Status::Ok();
 }

@@ -37,6 +37,7 @@ namespace deepinfer::model {
 struct ForwardInput {
   SequenceState* state = nullptr;
   std::span<const int32_t> tokens;
+  bool want_logits = true;  // logits of the last row (a prefill chunk that is not the last: no)
 };
 
 struct ForwardHooks {
@@ -50,7 +51,7 @@ struct ForwardHooks {
 
 struct ForwardOptions {
   IndexKeyMode index_key_mode = IndexKeyMode::kOfficial;
-  bool all_logits = false;  // logits of every row; else of each input's last row
+  bool all_logits = false;  // logits of every row; else of each wanting input's last row
   bool want_taps = false;   // DSpark main hidden of every row
   const ForwardHooks* hooks = nullptr;
 };
@@ -99,6 +100,13 @@ class Model {
   // Engram of backbone layer `layer` on a stream [rows][hc][dim] in place, with hash ids
   // [rows][n_cols] for that layer (teacher-forcing checks call it directly).
   void ApplyEngramLayer(int layer, const int64_t* hash_ids, int64_t rows, uint16_t* stream) const;
+
+  // Prefix reuse: `state` is fresh and its page table already holds the complete pages of
+  // `tokens` (their count a multiple of the page length), written by another sequence with the
+  // same tokens. Restores everything else the sequence carries at that position (window rings
+  // from the page tails, Engram history, the published index-key owner; not the DSpark rings) so that
+  // continuing from here equals having run the tokens, bit for bit (model_prefix.cc).
+  Status AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens) const;
 
   // DSpark: writes the stage rings for the next rows of a sequence from their taps
   // [rows][n_taps*dim] (the main hidden of those positions).

@@ -1,11 +1,23 @@
 #include "model/deepseek_v41/sequence_state.h"
 
 #include <limits>
+#include <string>
+
+#include "core/check.h"
 
 namespace deepinfer::model {
+namespace {
 
-SequenceState NewSequenceState(const ModelConfig& config,
-                               const std::vector<LayerDescriptor>& layers) {
+// Pages of a sequence without an engine: the smallest legal page length, at least 64 positions.
+int64_t OwnPageTokens(const ModelConfig& config, const std::vector<LayerDescriptor>& layers) {
+  const int64_t min_tokens = MinPageTokens(config, layers);
+  return (64 + min_tokens - 1) / min_tokens * min_tokens;
+}
+
+}  // namespace
+
+SequenceState NewSequenceState(const ModelConfig& config, const std::vector<LayerDescriptor>& layers,
+                               KvPageStore* store) {
   SequenceState s;
   const size_t ring = static_cast<size_t>(config.window_size) * config.head_dim;
   for (const LayerDescriptor& d : layers) {
@@ -22,14 +34,80 @@ SequenceState NewSequenceState(const ModelConfig& config,
     }
     s.layers.push_back(std::move(c));
   }
+  if (store == nullptr) {
+    auto layout = MakeKvPageLayout(config, layers, OwnPageTokens(config, layers));
+    CHECK(layout.ok()) << layout.status().ToString();
+    s.own_store = std::make_shared<KvPageStore>(*std::move(layout), 0, /*growable=*/true);
+    store = s.own_store.get();
+  }
+  s.kv_store = store;
   return s;
+}
+
+uint16_t* SequenceState::CompressedEntry(int layer, int64_t j) const {
+  const KvPageLayout& l = kv_store->layout();
+  const KvPageLayout::Layer& pl = l.layers[static_cast<size_t>(layer)];
+  DCHECK_GE(pl.kv_offset, 0);
+  const int64_t page = j / pl.entries_per_page;
+  DCHECK_LT(page, static_cast<int64_t>(pages.size()));
+  return reinterpret_cast<uint16_t*>(kv_store->page(pages[static_cast<size_t>(page)]) +
+                                     pl.kv_offset) +
+         (j % pl.entries_per_page) * l.head_dim;
+}
+
+uint16_t* SequenceState::IndexKey(int layer, int64_t j) const {
+  const KvPageLayout& l = kv_store->layout();
+  const KvPageLayout::Layer& pl = l.layers[static_cast<size_t>(layer)];
+  DCHECK_GE(pl.key_offset, 0);
+  const int64_t page = j / pl.entries_per_page;
+  DCHECK_LT(page, static_cast<int64_t>(pages.size()));
+  return reinterpret_cast<uint16_t*>(kv_store->page(pages[static_cast<size_t>(page)]) +
+                                     pl.key_offset) +
+         (j % pl.entries_per_page) * l.index_head_dim;
+}
+
+uint16_t* SequenceState::RingTail(int layer, int stage, int64_t position) const {
+  const KvPageLayout& l = kv_store->layout();
+  const int64_t page = position / l.page_tokens;
+  const int64_t in_page = position % l.page_tokens;
+  const int64_t tail_slot = in_page - (l.page_tokens - l.tail_tokens);
+  if (tail_slot < 0 || page >= static_cast<int64_t>(pages.size())) return nullptr;
+  const int64_t off = stage >= 0 ? l.dspark_tail_offset[static_cast<size_t>(stage)]
+                                 : l.layers[static_cast<size_t>(layer)].tail_offset;
+  return reinterpret_cast<uint16_t*>(kv_store->page(pages[static_cast<size_t>(page)]) + off) +
+         tail_slot * l.head_dim;
+}
+
+Status EnsurePages(SequenceState* state, int64_t positions) {
+  const int64_t p = state->page_layout().page_tokens;
+  const int64_t need = (positions + p - 1) / p;
+  if (static_cast<int64_t>(state->pages.size()) >= need) return Status::Ok();
+  if (state->own_store == nullptr || state->kv_store != state->own_store.get()) {
+    return InvalidArgument("sequence has pages for " + std::to_string(state->covered()) +
+                              " positions but the call reaches position " +
+                              std::to_string(positions - 1) +
+                              "; the engine must reserve pages before the forward call");
+  }
+  while (static_cast<int64_t>(state->pages.size()) < need) {
+    state->pages.push_back(state->kv_store->Allocate());
+  }
+  return Status::Ok();
+}
+
+void SealCompletePages(SequenceState* state, int64_t from) {
+  const int64_t p = state->page_layout().page_tokens;
+  for (int64_t page = from / p; (page + 1) * p <= state->length; ++page) {
+    if ((page + 1) * p <= from) continue;
+    KvPageHeader* h = state->kv_store->header(state->pages[static_cast<size_t>(page)]);
+    h->complete = 1;
+    h->published_index_owner = state->published_index_owner;
+  }
 }
 
 int64_t SequenceState::CacheBytes() const {
   int64_t bytes = 0;
   for (const LayerCache& c : layers) {
-    bytes += static_cast<int64_t>((c.ring.size() + c.compressed.size() + c.index_keys.size()) * 2 +
-                                  (c.group_kv.size() + c.group_score.size()) * 4);
+    bytes += static_cast<int64_t>(c.ring.size() * 2 + (c.group_kv.size() + c.group_score.size()) * 4);
   }
   for (const auto& r : dspark) bytes += static_cast<int64_t>(r.size() * 2);
   return bytes;

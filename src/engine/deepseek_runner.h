@@ -1,0 +1,49 @@
+// DeepSeekRunner: the ModelRunner of a loaded DeepSeek-V4.1 model (model/deepseek_v41/model.h),
+// its pages in one KvPageStore sized by the engine.
+#pragma once
+
+#include <memory>
+
+#include "engine/model_runner.h"
+#include "model/deepseek_v41/kv_pages.h"
+#include "model/deepseek_v41/model.h"
+
+namespace deepinfer::engine {
+
+struct DeepSeekRunnerOptions {
+  model::IndexKeyMode index_key_mode = model::IndexKeyMode::kOfficial;
+  int64_t page_tokens = 0;  // 0: the smallest legal length >= 64
+};
+
+class DeepSeekRunner : public ModelRunner {
+ public:
+  static StatusOr<std::unique_ptr<DeepSeekRunner>> Create(const model::Model* model,
+                                                          const DeepSeekRunnerOptions& options);
+
+  int64_t vocab_size() const override;
+  int32_t eos_token_id() const override;
+  int64_t page_tokens() const override { return layout_.page_tokens; }
+  int64_t page_bytes() const override { return layout_.page_bytes; }
+  int64_t sequence_bytes() const override;
+  int64_t max_positions() const override;
+
+  Status InitPages(int64_t n_pages) override;
+  std::unique_ptr<RunnerSequence> NewSequence() override;
+  Status AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,
+                     std::span<const int32_t> tokens) override;
+  Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) override;
+
+  const model::Model& model() const { return *model_; }
+
+ private:
+  DeepSeekRunner(const model::Model* model, model::KvPageLayout layout,
+                 const DeepSeekRunnerOptions& options)
+      : model_(model), layout_(std::move(layout)), options_(options) {}
+
+  const model::Model* model_;
+  model::KvPageLayout layout_;
+  DeepSeekRunnerOptions options_;
+  std::unique_ptr<model::KvPageStore> store_;
+};
+
+}  // namespace deepinfer::engine

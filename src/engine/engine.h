@@ -1,0 +1,112 @@
+// Engine: continuous batching over a ModelRunner (docs/engine_contract.md).
+//
+// Step() is the loop of ARCHITECTURE.md:
+//   batch  = scheduler.Schedule()      which sequences, how many tokens each, pages reserved
+//   logits = runner.Forward(batch)     one call for the whole mixed batch
+//   tokens = sampler.Sample(logits)    seeded per (request, sample index, position)
+//   Commit(batch, tokens)              append, EOS / stop ids / length, prefix-cache registration
+//   Deliver                            stop strings (the caller's check), output callbacks
+// Asynchronous scheduling (EngineOptions::async_schedule): the forward call runs on a worker
+// thread and the engine thread delivers the previous step's tokens meanwhile (stop-string
+// checks, detokenization and the callbacks, i.e. everything a server does per token). A
+// sequence a stop string ends there may already be in the running forward call: its pages are
+// released, and its extra token dropped, only when that call has returned. Outputs are the same
+// with the switch on or off.
+// The engine is single-threaded by design: Add/Step come from one thread (the owner's loop);
+// only Request::cancelled may be set from elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "core/status.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+
+namespace deepinfer {
+class ThreadPool;
+}
+
+namespace deepinfer::engine {
+
+struct EngineOptions {
+  int64_t kv_budget_bytes = int64_t{2} << 30;  // pages + per-sequence state of max_running
+  SchedulerOptions scheduler;
+  bool prefix_cache = true;
+  bool async_schedule = true;
+  bool check_integrity = false;  // KvCacheManager::CheckIntegrity after every step
+};
+
+struct EngineStats {
+  KvCacheCounters kv;
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+  int64_t tokens_computed = 0;  // positions fed to the model
+  int64_t tokens_generated = 0;
+};
+
+class Engine {
+ public:
+  // Sizes the page pool from options.kv_budget_bytes and initializes the runner's pages.
+  static StatusOr<std::unique_ptr<Engine>> Create(ModelRunner* runner, EngineOptions options,
+                                                  ThreadPool* pool = nullptr);
+
+  // Validates and queues a request; returns its id. Errors (nothing queued): empty prompt, ids
+  // outside the vocabulary, prompt + max_tokens beyond the context, a prompt larger than the
+  // page pool, invalid sampling parameters.
+  StatusOr<uint64_t> Add(Request request);
+  // Runs one step. Returns an error only for engine-level failures; a failing forward call
+  // finishes its requests with FinishReason::kError and the engine goes on.
+  Status Step();
+  // Runs steps until no request is left.
+  Status RunUntilIdle();
+
+  bool idle() const { return sequences_.empty() && pending_.empty(); }
+  EngineStats stats() const;
+  const KvCacheManager& kv() const { return *kv_; }
+  ModelRunner& runner() const { return *runner_; }
+  // Every invariant between sequences, the scheduler and the page pool.
+  Status CheckIntegrity() const;
+
+ private:
+  Engine(ModelRunner* runner, EngineOptions options, int64_t n_pages, ThreadPool* pool);
+  // A token to deliver: the sequence stays alive until the delivery has been made.
+  struct Pending {
+    std::shared_ptr<Sequence> seq;
+    SampleResult sample;
+    int64_t n_output = 0;
+    std::optional<FinishReason> finish;
+  };
+
+  // Ends a sequence now (no forward call in flight): releases its pages and tells the caller.
+  void Finish(Sequence* seq, FinishReason reason, Status error = Status::Ok());
+  // Drops a finished sequence from the scheduler and the live set (its pages released).
+  void Retire(Sequence* seq);
+  // Appends a sampled token; returns why the sequence ends now (EOS, stop id, length), if it does.
+  std::optional<FinishReason> Append(Sequence* seq, const SampleResult& sample);
+  void RegisterBlocks(Sequence* seq);
+  void HandleCancels();
+  // Runs the stop-string checks and callbacks of pending_; returns the sequences a stop string
+  // ended (to retire once no forward call uses them).
+  std::vector<Sequence*> DeliverPending();
+  Status RunForward(const std::vector<RunnerInput>& inputs, std::vector<float>* logits,
+                    std::vector<Sequence*>* stopped);
+
+  ModelRunner* runner_;
+  EngineOptions options_;
+  ThreadPool* pool_;
+  std::unique_ptr<KvCacheManager> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<uint64_t, std::shared_ptr<Sequence>> sequences_;
+  std::vector<Pending> pending_;
+  uint64_t next_id_ = 1;
+  int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0;
+};
+
+}  // namespace deepinfer::engine

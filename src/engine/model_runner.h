@@ -1,0 +1,64 @@
+// ModelRunner: what the engine needs from a model, so the scheduler, the KV cache system and the
+// step loop can be tested with a fake model in milliseconds (tests/engine/fake_runner.h) and run
+// the real one (engine/deepseek_runner.h) unchanged.
+//
+// Contract:
+//   * pages are ids handed out by the engine's KvCacheManager; the runner owns their storage
+//     (capacity fixed by InitPages) and writes the long-range state of positions [i*P, (i+1)*P)
+//     of a sequence into the page at index i of its page table;
+//   * before Forward, the engine has set every input's page table to cover all positions the
+//     call consumes;
+//   * Forward returns one row of logits per input (for its last token; unspecified for inputs
+//     that do not want logits, e.g. prefill chunks before the last);
+//   * a sequence handle belongs to one engine sequence at a time; dropping it frees its
+//     per-sequence memory, never pages.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+
+namespace deepinfer::engine {
+
+class RunnerSequence {
+ public:
+  virtual ~RunnerSequence() = default;
+  virtual int64_t length() const = 0;  // positions consumed
+};
+
+struct RunnerInput {
+  RunnerSequence* seq = nullptr;
+  std::span<const int32_t> tokens;  // continue the sequence at seq->length()
+  std::span<const int32_t> pages;   // its whole page table after this call's reservation
+  bool want_logits = true;          // false: the row of logits may be left unspecified
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  virtual int64_t vocab_size() const = 0;
+  virtual int32_t eos_token_id() const = 0;
+  // Positions per page (a multiple of every compress ratio and candidate block).
+  virtual int64_t page_tokens() const = 0;
+  virtual int64_t page_bytes() const = 0;
+  // Per-sequence bytes outside pages (window rings, partial groups).
+  virtual int64_t sequence_bytes() const = 0;
+  // Longest sequence (prompt + output) the model accepts.
+  virtual int64_t max_positions() const = 0;
+
+  // Allocates the storage of `n_pages` pages; called once before any sequence exists.
+  virtual Status InitPages(int64_t n_pages) = 0;
+  virtual std::unique_ptr<RunnerSequence> NewSequence() = 0;
+  // Continues a fresh sequence from complete cached pages holding `tokens` (a multiple of
+  // page_tokens) so that the result equals having run them.
+  virtual Status AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,
+                             std::span<const int32_t> tokens) = 0;
+  // One forward over a mixed batch; logits [inputs][vocab] of each input's last token.
+  virtual Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) = 0;
+};
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,53 @@
+// Request: what a caller (the generate command, the HTTP server) hands the engine, and what it
+// gets back. The engine-owned state of a running request is a Sequence (sequence.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/sampling/sampler.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace deepinfer::engine {
+
+enum class FinishReason { kStop, kLength, kAbort, kError };
+
+const char* FinishReasonName(FinishReason r);  // "stop", "length", "abort", "error"
+
+// One delivery on a request's output channel: the tokens accepted in one engine step.
+struct RequestOutput {
+  uint64_t request_id = 0;
+  std::vector<int32_t> new_tokens;
+  std::vector<SampleResult> samples;     // per new token when params.logprobs
+  int64_t n_output = 0;                  // output tokens so far, new ones included
+  std::optional<FinishReason> finished;  // set on the last delivery
+  Status error;                          // kError: why
+  uint64_t seed = 0;                     // the seed sampling used (drawn when none was given)
+  int64_t prefix_hit_tokens = 0;         // prompt positions served by the prefix cache
+};
+
+struct Request {
+  std::vector<int32_t> prompt;
+  SamplingParams params;
+  int64_t sample_index = 0;  // which of a request's n samples (keys the random stream)
+  int priority = 0;          // lower runs first; ties by arrival (FCFS)
+  // Output channel: called on the engine's thread after every step that produced tokens for
+  // this request, and once with `finished` set. Must not call back into the engine.
+  std::function<void(const RequestOutput&)> on_output;
+  // Optional stop-string check (the caller owns the tokenizer), called once after every
+  // appended token with the output so far: returns true when the output must end after its
+  // last token (honoured from min_tokens on).
+  std::function<bool(std::span<const int32_t> output)> stop_check;
+  // Set (from any thread) to cancel; the engine finishes the request with kAbort at its next
+  // step and frees its pages.
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+};
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,137 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace deepinfer::engine {
+
+void Sequence::UpdateBlockKeys(int64_t block_tokens) {
+  const int64_t full = static_cast<int64_t>(tokens.size()) / block_tokens;
+  for (int64_t b = static_cast<int64_t>(block_keys.size()); b < full; ++b) {
+    std::optional<BlockKey> parent;
+    if (b > 0) parent = block_keys[static_cast<size_t>(b - 1)];
+    block_keys.push_back(ChainBlockKey(
+        parent, std::span<const int32_t>(tokens).subspan(static_cast<size_t>(b * block_tokens),
+                                                         static_cast<size_t>(block_tokens))));
+  }
+}
+
+bool Scheduler::Before(const Sequence* a, const Sequence* b) {
+  const int pa = a->request.priority, pb = b->request.priority;
+  return pa != pb ? pa < pb : a->arrival < b->arrival;
+}
+
+void Scheduler::AddWaiting(Sequence* seq) {
+  seq->status = SequenceStatus::kWaiting;
+  waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), seq, Before), seq);
+}
+
+void Scheduler::ReleasePages(Sequence* seq) {
+  for (int32_t p : seq->pages) kv_->Release(p);
+  seq->pages.clear();
+  seq->registered_blocks = 0;
+}
+
+void Scheduler::Remove(Sequence* seq) {
+  running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
+  ReleasePages(seq);
+  seq->runner.reset();
+}
+
+void Scheduler::Preempt(Sequence* seq) {
+  running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
+  ReleasePages(seq);
+  seq->runner.reset();
+  seq->computed = 0;
+  ++seq->preemptions;
+  ++n_preemptions_;
+  AddWaiting(seq);
+}
+
+bool Scheduler::Reserve(Sequence* seq, int64_t positions) {
+  const int64_t p = kv_->block_tokens();
+  const size_t need = static_cast<size_t>((positions + p - 1) / p);
+  while (seq->pages.size() < need) {
+    const int32_t page = kv_->Allocate();
+    if (page < 0) return false;
+    seq->pages.push_back(page);
+  }
+  return true;
+}
+
+bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
+  const int64_t p = kv_->block_tokens();
+  const int64_t len = static_cast<int64_t>(seq->tokens.size());
+  seq->UpdateBlockKeys(p);
+  // Keep at least one token to compute: its logits choose the next token.
+  const int64_t max_hit_blocks = (len - 1) / p;
+  const std::span<const BlockKey> keys(seq->block_keys.data(),
+                                       static_cast<size_t>(max_hit_blocks));
+  const int64_t hit_blocks = kv_->Peek(keys);
+  const int64_t h = hit_blocks * p;
+  const int64_t n = std::min({len - h, options_.prefill_chunk, budget});
+  // Cheap pre-check; Reserve below decides (hit pages taken off the LRU shrink the pool).
+  const int64_t new_pages = (h + n + p - 1) / p - hit_blocks;
+  if (kv_->available() < new_pages) return false;
+  seq->pages = kv_->Match(keys.subspan(0, static_cast<size_t>(hit_blocks)));
+  CHECK_EQ(static_cast<int64_t>(seq->pages.size()), hit_blocks);
+  seq->registered_blocks = hit_blocks;
+  if (!Reserve(seq, h + n)) {
+    ReleasePages(seq);
+    return false;
+  }
+  seq->runner = runner_->NewSequence();
+  seq->computed = 0;
+  if (h > 0) {
+    const Status s = runner_->AdoptPrefix(
+        seq->runner.get(), std::span<const int32_t>(seq->pages).subspan(0, hit_blocks),
+        std::span<const int32_t>(seq->tokens).subspan(0, static_cast<size_t>(h)));
+    CHECK(s.ok()) << "adopting cached pages: " << s.ToString();
+    seq->computed = h;
+  }
+  seq->prefix_hit_tokens = std::max(seq->prefix_hit_tokens, h);
+  seq->status = SequenceStatus::kRunning;
+  running_.push_back(seq);
+  batch->entries.push_back({seq, n});
+  batch->n_tokens += n;
+  return true;
+}
+
+ScheduledBatch Scheduler::Schedule() {
+  ScheduledBatch batch;
+  int64_t budget = options_.max_batch_tokens;
+  std::stable_sort(running_.begin(), running_.end(), Before);
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* seq = running_[i];
+    const int64_t n = std::min({seq->remaining(), options_.prefill_chunk, budget});
+    CHECK_GT(n, 0) << "a running sequence with nothing to compute";
+    bool preempted_self = false;
+    while (!Reserve(seq, seq->computed + n)) {
+      Sequence* victim = running_.back();
+      batch.preempted.push_back(victim);
+      Preempt(victim);
+      if (victim == seq) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;
+    batch.entries.push_back({seq, n});
+    batch.n_tokens += n;
+    budget -= n;
+    ++i;
+  }
+  if (!batch.preempted.empty()) return batch;  // no admissions while the pool is short
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < options_.max_running) {
+    Sequence* seq = waiting_.front();
+    if (!Admit(seq, budget, &batch)) break;
+    waiting_.pop_front();
+    budget -= batch.entries.back().n_tokens;
+  }
+  return batch;
+}
+
+}  // namespace deepinfer::engine

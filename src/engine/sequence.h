@@ -1,0 +1,47 @@
+// Sequence: the engine-owned state of one request (docs/engine_contract.md).
+//
+// tokens = prompt + accepted output. Positions [0, computed) are in the model's state (its
+// runner sequence and its pages); the next forward call consumes tokens [computed, computed+n).
+// When computed reaches tokens.size(), the call's logits choose the next token.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/kv_cache_manager.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/sampling/token_history.h"
+
+namespace deepinfer::engine {
+
+enum class SequenceStatus { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  uint64_t id = 0;
+  uint64_t arrival = 0;  // admission order (FCFS)
+  Request request;
+  uint64_t seed = 0;
+  SequenceStatus status = SequenceStatus::kWaiting;
+
+  std::vector<int32_t> tokens;  // prompt + output
+  int64_t prompt_len = 0;
+  int64_t computed = 0;
+  std::vector<int32_t> pages;              // page table: page i holds positions [i*P, (i+1)*P)
+  std::vector<BlockKey> block_keys;        // chained keys of the full blocks of `tokens`
+  int64_t registered_blocks = 0;           // blocks registered in the prefix cache
+  std::unique_ptr<RunnerSequence> runner;  // null while waiting
+  TokenHistory history;
+  int64_t prefix_hit_tokens = 0;
+  int preemptions = 0;
+  std::optional<FinishReason> finish;
+
+  int64_t n_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - computed; }
+  // Extends block_keys over every full block of `tokens`.
+  void UpdateBlockKeys(int64_t block_tokens);
+};
+
+}  // namespace deepinfer::engine

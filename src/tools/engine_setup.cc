@@ -1,0 +1,94 @@
+#include "tools/engine_setup.h"
+
+#include <cctype>
+#include <filesystem>
+
+#include "tokenizer/engram_token_map.h"
+
+namespace deepinfer::tools {
+
+void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
+  cmd->add_option("--kv-budget", f->kv_budget,
+                  "memory for the KV cache system: pages + per-sequence state (bytes, or 512M, 4G)");
+  cmd->add_option("--max-running", f->max_running, "most sequences in a step")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--prefill-chunk", f->prefill_chunk, "most prompt tokens of one sequence per step")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-tokens", f->max_batch_tokens, "token budget of a step")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--prefix-cache", f->prefix_cache, "reuse cached prompt pages: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--mode", f->mode, "index-key mode: official or owner")
+      ->check(CLI::IsMember({"official", "owner"}));
+  cmd->add_option("--page-tokens", f->page_tokens, "positions per KV page (0 = default)");
+}
+
+StatusOr<int64_t> ParseBytes(const std::string& text) {
+  if (text.empty()) return InvalidArgument("empty byte count");
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return InvalidArgument("not a byte count: '" + text + "'");
+  }
+  std::string suffix = text.substr(used);
+  double mult = 1;
+  if (suffix == "K" || suffix == "KiB") mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) return InvalidArgument("unknown byte suffix in '" + text + "'");
+  if (!(v > 0)) return InvalidArgument("byte count must be positive: '" + text + "'");
+  return static_cast<int64_t>(v * mult);
+}
+
+StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::string& tokenizer_dir,
+                                  const EngineFlags& flags) {
+  LoadedEngine e;
+  std::string tok_dir = tokenizer_dir;
+  if (tok_dir.empty() && std::filesystem::exists(model_dir + "/tokenizer.json")) tok_dir = model_dir;
+  if (!tok_dir.empty()) {
+    DI_ASSIGN_OR_RETURN(e.tokenizer, tokenizer::Tokenizer::Load(tok_dir));
+  }
+  model::LoadOptions lo;
+  if (e.tokenizer && !std::filesystem::exists(model_dir + "/engram_token_map.json")) {
+    DI_ASSIGN_OR_RETURN(tokenizer::EngramTokenMap m, tokenizer::BuildEngramTokenMap(*e.tokenizer));
+    lo.engram_token_map = model::EngramTokenMap{m.compressed_vocab_size, m.map};
+  }
+  DI_ASSIGN_OR_RETURN(e.model, model::Model::Load(model_dir, lo));
+  engine::DeepSeekRunnerOptions ro;
+  ro.index_key_mode =
+      flags.mode == "owner" ? model::IndexKeyMode::kOwner : model::IndexKeyMode::kOfficial;
+  ro.page_tokens = flags.page_tokens;
+  DI_ASSIGN_OR_RETURN(e.runner, engine::DeepSeekRunner::Create(e.model.get(), ro));
+  engine::EngineOptions eo;
+  DI_ASSIGN_OR_RETURN(eo.kv_budget_bytes, ParseBytes(flags.kv_budget));
+  eo.scheduler.max_running = flags.max_running;
+  eo.scheduler.prefill_chunk = flags.prefill_chunk;
+  eo.scheduler.max_batch_tokens = flags.max_batch_tokens;
+  eo.prefix_cache = flags.prefix_cache == "on";
+  DI_ASSIGN_OR_RETURN(e.engine, engine::Engine::Create(e.runner.get(), eo, &e.model->pool()));
+  return e;
+}
+
+Status AttachTextStream(const tokenizer::Tokenizer* tok, engine::Request* request,
+                        std::shared_ptr<TextStream> stream) {
+  if (!tok) {
+    if (!request->params.stop.empty()) {
+      return InvalidArgument("stop strings need a tokenizer (the model folder has none)");
+    }
+    return Status::Ok();
+  }
+  DI_ASSIGN_OR_RETURN(auto d, tokenizer::StreamingDetokenizer::Create(*tok, request->params.stop));
+  stream->detok.emplace(std::move(d));
+  // Called once per appended token with the output so far: feed the newest token.
+  request->stop_check = [stream](std::span<const int32_t> output) {
+    auto piece = stream->detok->Push(output.back());
+    if (piece.ok()) stream->text += *piece;
+    stream->stop_string_hit = stream->detok->stopped();
+    return stream->stop_string_hit;
+  };
+  return Status::Ok();
+}
+
+}  // namespace deepinfer::tools

@@ -1,0 +1,57 @@
+// What the commands that run the engine share (generate, later serve and bench): loading a model
+// folder with its tokenizer, the engine flags, and turning a request into text as it streams.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/deepseek_runner.h"
+#include "engine/engine.h"
+#include "model/deepseek_v41/model.h"
+#include "tokenizer/streaming_detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::tools {
+
+struct EngineFlags {
+  std::string kv_budget = "2G";  // bytes, or with a K/M/G suffix
+  int64_t max_running = 64;
+  int64_t prefill_chunk = 512;
+  int64_t max_batch_tokens = 2048;
+  std::string prefix_cache = "on";
+  std::string mode = "official";  // index-key mode
+  int64_t page_tokens = 0;        // 0 = default
+};
+
+void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
+StatusOr<int64_t> ParseBytes(const std::string& text);
+
+// A loaded model folder: the tokenizer (when the folder or --tokenizer has one), the model, its
+// runner and the engine.
+struct LoadedEngine {
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<engine::DeepSeekRunner> runner;
+  std::unique_ptr<engine::Engine> engine;
+};
+
+StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::string& tokenizer_dir,
+                                  const EngineFlags& flags);
+
+// The text side of one request: stop strings through a streaming detokenizer, the text so far.
+struct TextStream {
+  std::optional<tokenizer::StreamingDetokenizer> detok;
+  std::string text;
+  bool stop_string_hit = false;
+};
+
+// Wires `stream` into `request` (stop strings, text accumulation); with no tokenizer, stop
+// strings are an error.
+Status AttachTextStream(const tokenizer::Tokenizer* tok, engine::Request* request,
+                        std::shared_ptr<TextStream> stream);
+
+}  // namespace deepinfer::tools

@@ -1,0 +1,171 @@
+// The engine on the real model (v41-tiny-a fixture, owner index-key mode, where chunked prefill
+// and decode are bit-identical to one-shot prefill): a mixed batch gives every request what it
+// gets alone, a prefix-cache hit equals a cold run, and preemption changes nothing. The check is
+// bitwise on the reported logprob of every output token (log_softmax of the logits), and the
+// greedy tokens are checked against a direct Model::Forward loop.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/deepseek_runner.h"
+#include "engine/engine.h"
+#include "model/deepseek_v41/model.h"
+
+namespace deepinfer::engine {
+namespace {
+
+const std::string kFixture = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+
+struct Out {
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> logprob_bits;
+  int64_t prefix_hit = 0;
+  FinishReason finish = FinishReason::kError;
+};
+
+class EngineModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto m = model::Model::Load(kFixture);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(*m).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+
+  static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
+    std::mt19937_64 rng(seed);
+    const int vocab = model_->config().vocab_size;
+    std::vector<int32_t> prefix(shared);
+    for (int32_t& t : prefix) t = static_cast<int32_t>(3 + rng() % (vocab - 3));
+    std::vector<std::vector<int32_t>> p(n);
+    for (auto& v : p) {
+      v = prefix;
+      const int len = 1 + static_cast<int>(rng() % 70);
+      for (int k = 0; k < len; ++k) v.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
+    }
+    return p;
+  }
+
+  // Runs the prompts (greedy, max_tokens each) through one engine, submitted at `submit_step`
+  // (request i enters before step submit_step[i]).
+  static std::vector<Out> Run(const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
+                              int64_t budget_pages, int64_t max_running, int64_t chunk,
+                              bool prefix_cache, std::vector<int> submit_step = {},
+                              EngineStats* stats = nullptr) {
+    DeepSeekRunnerOptions ro;
+    ro.index_key_mode = model::IndexKeyMode::kOwner;
+    ro.page_tokens = 8;
+    auto runner = DeepSeekRunner::Create(model_, ro);
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    EngineOptions eo;
+    eo.kv_budget_bytes =
+        budget_pages * (*runner)->page_bytes() + max_running * (*runner)->sequence_bytes();
+    eo.scheduler.max_running = max_running;
+    eo.scheduler.prefill_chunk = chunk;
+    eo.scheduler.max_batch_tokens = 48;
+    eo.prefix_cache = prefix_cache;
+    eo.check_integrity = true;
+    auto engine = Engine::Create(runner->get(), eo, &model_->pool());
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    std::vector<Out> outs(prompts.size());
+    if (submit_step.empty()) submit_step.assign(prompts.size(), 0);
+    size_t next = 0;
+    for (int step = 0; next < prompts.size() || !(*engine)->idle(); ++step) {
+      while (next < prompts.size() && submit_step[next] <= step) {
+        Request r;
+        r.prompt = prompts[next];
+        r.params.temperature = 0.0f;
+        r.params.max_tokens = max_tokens;
+        r.params.ignore_eos = true;
+        r.params.logprobs = true;
+        Out* o = &outs[next];
+        r.on_output = [o](const RequestOutput& ro) {
+          o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+          for (const SampleResult& s : ro.samples) {
+            uint32_t bits;
+            std::memcpy(&bits, &s.logprob, 4);
+            o->logprob_bits.push_back(bits);
+          }
+          o->prefix_hit = ro.prefix_hit_tokens;
+          if (ro.finished) o->finish = *ro.finished;
+        };
+        EXPECT_TRUE((*engine)->Add(std::move(r)).ok());
+        ++next;
+      }
+      const Status s = (*engine)->Step();
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      if (!s.ok()) break;
+    }
+    if (stats) *stats = (*engine)->stats();
+    return outs;
+  }
+
+  // Greedy tokens by a plain loop over Model::Forward: one-shot prefill, then decode.
+  static std::vector<int32_t> Direct(const std::vector<int32_t>& prompt, int max_tokens) {
+    model::SequenceState s = model_->NewSequence();
+    model::ForwardOptions opt;
+    opt.index_key_mode = model::IndexKeyMode::kOwner;
+    std::vector<int32_t> out, feed = prompt;
+    for (int i = 0; i < max_tokens; ++i) {
+      model::ForwardInput in{&s, feed};
+      model::ForwardOutput fo;
+      EXPECT_TRUE(model_->Forward(std::span(&in, 1), opt, &fo).ok());
+      const auto it = std::max_element(fo.logits.begin(), fo.logits.end());  // first max
+      out.push_back(static_cast<int32_t>(it - fo.logits.begin()));
+      feed = {out.back()};
+    }
+    return out;
+  }
+
+  static model::Model* model_;
+};
+
+model::Model* EngineModelTest::model_ = nullptr;
+
+TEST_F(EngineModelTest, MixedBatchEqualsEachRequestAloneAndTheDirectLoop) {
+  const auto prompts = Prompts(10, 3);
+  const std::vector<Out> batched = Run(prompts, 5, 1024, 4, 11, false);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<Out> alone = Run({prompts[i]}, 5, 1024, 1, 1 << 20, false);
+    EXPECT_EQ(batched[i].ids, alone[0].ids) << "request " << i;
+    EXPECT_EQ(batched[i].logprob_bits, alone[0].logprob_bits) << "request " << i;
+    EXPECT_EQ(batched[i].ids, Direct(prompts[i], 5)) << "request " << i;
+    EXPECT_EQ(batched[i].finish, FinishReason::kLength);
+  }
+}
+
+TEST_F(EngineModelTest, PrefixHitEqualsColdRun) {
+  const auto prompts = Prompts(4, 5, /*shared=*/45);
+  EngineStats stats;
+  // Request 0 runs first; the others arrive once it has finished and hit its pages.
+  const std::vector<Out> warm = Run(prompts, 4, 1024, 4, 16, true, {0, 40, 40, 41}, &stats);
+  EXPECT_GT(stats.kv.prefix_hits, 0);
+  for (size_t i = 1; i < prompts.size(); ++i) {
+    EXPECT_EQ(warm[i].prefix_hit, 40) << "request " << i;  // 5 full pages of 8 positions
+    const std::vector<Out> cold = Run({prompts[i]}, 4, 1024, 1, 16, false);
+    EXPECT_EQ(warm[i].ids, cold[0].ids) << "request " << i;
+    EXPECT_EQ(warm[i].logprob_bits, cold[0].logprob_bits) << "request " << i;
+  }
+}
+
+TEST_F(EngineModelTest, PreemptionChangesNoOutput) {
+  const auto prompts = Prompts(8, 9);
+  EngineStats stats;
+  const std::vector<Out> tight = Run(prompts, 6, 14, 4, 8, false, {}, &stats);
+  const std::vector<Out> roomy = Run(prompts, 6, 1024, 4, 8, false);
+  EXPECT_GT(stats.preemptions, 0);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(tight[i].ids, roomy[i].ids) << "request " << i;
+    EXPECT_EQ(tight[i].logprob_bits, roomy[i].logprob_bits) << "request " << i;
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::engine

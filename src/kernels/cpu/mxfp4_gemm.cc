@@ -51,45 +51,106 @@ void Mxfp4PanelsScalar(const Mxfp4Call& c, int64_t p_begin, int64_t p_end) {
   }
 }
 
-void Mxfp4GemmAt(CpuLevel level, const PackedMxfp4View& w, const uint16_t* xq, int64_t n_rows,
-                 int64_t ldx, void* out, DType out_dtype, int64_t ldo, ThreadPool* pool) {
+namespace {
+
+void CheckCall(CpuLevel level, const PackedMxfp4View& w, int64_t ldx, DType out_dtype,
+               int64_t ldo) {
   CHECK(static_cast<int>(level) <= static_cast<int>(GetCpuFeatures().BestLevel()))
       << "CPU level " << CpuLevelName(level) << " not supported here";
   CHECK(out_dtype == DType::kF32 || out_dtype == DType::kBF16) << "MXFP4 GEMM output dtype";
   CHECK(w.k % kMxfp4Block == 0 && ldx >= w.k && ldo >= w.n)
       << "k " << w.k << " ldx " << ldx << " n " << w.n << " ldo " << ldo;
+}
+
+// GEMV-M activation layout (mxfp4_gemm_kernels.h) of n_rows rows into dst.
+void PackChunks(const uint16_t* xq, int64_t n_rows, int64_t ldx, int64_t k, uint32_t* dst) {
+  const int64_t n_pairs = k / 2;
+  for (int64_t m0 = 0; m0 < n_rows; m0 += kMxfp4ChunkRows) {
+    const int64_t rows = std::min<int64_t>(kMxfp4ChunkRows, n_rows - m0);
+    uint32_t* d = dst + m0 * n_pairs;
+    for (int64_t i = 0; i < rows; ++i) {
+      const uint16_t* x = xq + (m0 + i) * ldx;
+      for (int64_t q = 0; q < n_pairs; ++q) d[q * rows + i] = LoadBf16Pair(x + 2 * q);
+    }
+  }
+}
+
+void RunPanels(CpuLevel level, const Mxfp4Call& call, int64_t p_begin, int64_t p_end) {
+  switch (level) {
+    case CpuLevel::kAvx512:
+      Mxfp4PanelsAvx512(call, p_begin, p_end);
+      break;
+    case CpuLevel::kAvx2:
+      Mxfp4PanelsAvx2(call, p_begin, p_end);
+      break;
+    case CpuLevel::kScalar:
+      Mxfp4PanelsScalar(call, p_begin, p_end);
+      break;
+  }
+}
+
+}  // namespace
+
+void Mxfp4GemmMany(std::span<const Mxfp4Job> jobs, ThreadPool* pool) {
+  const CpuLevel level = ActiveCpuLevel();
+  std::vector<Mxfp4Call> small;
+  std::vector<int64_t> first_panel{0};  // prefix sums of the small jobs' panel counts
+  size_t packed_words = 0;
+  for (const Mxfp4Job& j : jobs) {
+    if (j.n_rows <= 0 || j.w.n <= 0) continue;
+    if (j.n_rows >= kMxfp4PanelGemmMinRows) {
+      Mxfp4GemmAt(level, j.w, j.xq, j.n_rows, j.ldx, j.out, j.out_dtype, j.ldo, pool);
+      continue;
+    }
+    CheckCall(level, j.w, j.ldx, j.out_dtype, j.ldo);
+    small.push_back(Mxfp4Call{j.w, j.xq, j.n_rows, j.ldx, nullptr, j.out, j.out_dtype, j.ldo});
+    first_panel.push_back(first_panel.back() + j.w.n_panels());
+    if (j.n_rows > 1) packed_words += static_cast<size_t>(j.n_rows * j.w.k / 2);
+  }
+  if (small.empty()) return;
+  thread_local std::vector<uint32_t> xpacked;
+  if (level == CpuLevel::kAvx512 && packed_words > 0) {
+    xpacked.resize(packed_words);
+    size_t at = 0;
+    for (Mxfp4Call& c : small) {
+      if (c.n_rows == 1) continue;
+      PackChunks(c.xq, c.n_rows, c.ldx, c.w.k, xpacked.data() + at);
+      c.xpacked = xpacked.data() + at;
+      at += static_cast<size_t>(c.n_rows * c.w.k / 2);
+    }
+  }
+  // Global panel range [g0, g1) -> each job's overlapping local range.
+  auto run = [&](int64_t g0, int64_t g1) {
+    for (size_t i = 0; i < small.size(); ++i) {
+      const int64_t b = std::max(g0, first_panel[i]), e = std::min(g1, first_panel[i + 1]);
+      if (b < e) RunPanels(level, small[i], b - first_panel[i], e - first_panel[i]);
+    }
+  };
+  if (pool == nullptr) {
+    run(0, first_panel.back());
+  } else {
+    pool->ParallelFor(first_panel.back(), 1, run);
+  }
+}
+
+void Mxfp4GemmAt(CpuLevel level, const PackedMxfp4View& w, const uint16_t* xq, int64_t n_rows,
+                 int64_t ldx, void* out, DType out_dtype, int64_t ldo, ThreadPool* pool) {
+  CheckCall(level, w, ldx, out_dtype, ldo);
   if (n_rows <= 0 || w.n <= 0) return;
   Mxfp4Call call{w, xq, n_rows, ldx, nullptr, out, out_dtype, ldo};
+  if (level == CpuLevel::kAvx512 && n_rows >= kMxfp4PanelGemmMinRows) {
+    Mxfp4PanelGemmAvx512(call, pool);
+    return;
+  }
   // GEMV-M reads activation k-pairs as [chunk][pair][rows of the chunk]; thread_local so that
   // steady-state calls do not allocate (callers may run this inside their own thread regions).
   thread_local std::vector<uint32_t> xpacked;
   if (level == CpuLevel::kAvx512 && n_rows > 1) {
-    const int64_t n_pairs = w.k / 2;
-    const int64_t n_chunks = (n_rows + kMxfp4ChunkRows - 1) / kMxfp4ChunkRows;
-    xpacked.resize(static_cast<size_t>(n_chunks * n_pairs * kMxfp4ChunkRows));
-    for (int64_t m0 = 0; m0 < n_rows; m0 += kMxfp4ChunkRows) {
-      const int64_t rows = std::min<int64_t>(kMxfp4ChunkRows, n_rows - m0);
-      uint32_t* dst = xpacked.data() + m0 * n_pairs;
-      for (int64_t i = 0; i < rows; ++i) {
-        const uint16_t* x = xq + (m0 + i) * ldx;
-        for (int64_t q = 0; q < n_pairs; ++q) dst[q * rows + i] = LoadBf16Pair(x + 2 * q);
-      }
-    }
+    xpacked.resize(static_cast<size_t>(n_rows * w.k / 2));
+    PackChunks(xq, n_rows, ldx, w.k, xpacked.data());
     call.xpacked = xpacked.data();
   }
-  auto run = [&](int64_t p_begin, int64_t p_end) {
-    switch (level) {
-      case CpuLevel::kAvx512:
-        Mxfp4PanelsAvx512(call, p_begin, p_end);
-        break;
-      case CpuLevel::kAvx2:
-        Mxfp4PanelsAvx2(call, p_begin, p_end);
-        break;
-      case CpuLevel::kScalar:
-        Mxfp4PanelsScalar(call, p_begin, p_end);
-        break;
-    }
-  };
+  auto run = [&](int64_t p_begin, int64_t p_end) { RunPanels(level, call, p_begin, p_end); };
   if (pool == nullptr) {
     run(0, w.n_panels());
   } else {

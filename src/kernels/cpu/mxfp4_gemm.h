@@ -103,6 +103,21 @@ class PackedMxfp4Matrix {
 void Mxfp4Gemm(const PackedMxfp4View& w, const uint16_t* xq, int64_t n_rows, int64_t ldx, void* out,
                DType out_dtype, int64_t ldo, ThreadPool* pool);
 
+// Several independent products in one call (e.g. all routed experts of a decode step): jobs
+// below kMxfp4PanelGemmMinRows rows (mxfp4_gemm_kernels.h) share one parallel region over the
+// union of their panels (one thread hand-off instead of one per job); larger jobs run one after
+// the other through Mxfp4Gemm. Each output gets exactly the bits Mxfp4Gemm gives it.
+struct Mxfp4Job {
+  PackedMxfp4View w;
+  const uint16_t* xq = nullptr;
+  int64_t n_rows = 0;
+  int64_t ldx = 0;
+  void* out = nullptr;
+  DType out_dtype = DType::kBF16;
+  int64_t ldo = 0;
+};
+void Mxfp4GemmMany(std::span<const Mxfp4Job> jobs, ThreadPool* pool);
+
 // The same on an explicit CPU level (tests); the level must not exceed the CPU's best.
 void Mxfp4GemmAt(CpuLevel level, const PackedMxfp4View& w, const uint16_t* xq, int64_t n_rows,
                  int64_t ldx, void* out, DType out_dtype, int64_t ldo, ThreadPool* pool);

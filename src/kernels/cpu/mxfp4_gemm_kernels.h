@@ -16,6 +16,9 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kMxfp4ChunkRows = 8;  // GEMV-M handles up to 8 activation rows at once
+// From this many rows on, AVX-512 runs the panel GEMM (weights decoded once per call) instead of
+// GEMV-M (weights decoded again per 8 rows); both give the same bits (mxfp4_gemm_bench crossover).
+inline constexpr int64_t kMxfp4PanelGemmMinRows = 32;
 
 struct Mxfp4Call {
   PackedMxfp4View w;
@@ -47,5 +50,9 @@ inline E2m1Bf16ByteTables MakeE2m1Bf16ByteTables() {
 void Mxfp4PanelsScalar(const Mxfp4Call& call, int64_t p_begin, int64_t p_end);
 void Mxfp4PanelsAvx2(const Mxfp4Call& call, int64_t p_begin, int64_t p_end);
 void Mxfp4PanelsAvx512(const Mxfp4Call& call, int64_t p_begin, int64_t p_end);
+
+// AVX-512 panel GEMM over all of out (any n_rows >= 1; `xpacked` unused); splits 32-row units of
+// W over pool (nullptr: the calling thread). mxfp4_panel_gemm_avx512.cc.
+void Mxfp4PanelGemmAvx512(const Mxfp4Call& call, ThreadPool* pool);
 
 }  // namespace deepinfer::kernels

@@ -1,0 +1,177 @@
+// AVX-512 MXFP4 panel GEMM for many activation rows (prefill experts; cpu_kernels.md §5).
+//
+// GEMV-M (mxfp4_gemm_avx512.cc) decodes every weight register again for each chunk of 8 rows.
+// Here threads take 32-row units of W (half a packed panel) from a shared counter; per unit the
+// weights are decoded once over the full K into a bf16 panel bp [K/2][32] (L2-resident: 327 KB
+// at K = 5120) with its fp32 row scales sc [K/32][32]; then for each 14-row tile of A (packed
+// once per call as [K/2][14] pair dwords) an MR14 x NR32 microkernel runs 28 `vdpbf16ps`
+// accumulators per 32-K block, restarted every block and folded into an L1 scratch tile with one
+// FMA by the rows' block scales.
+//
+// Order per output element: exactly that of mxfp4_gemm.h (blocksum over the block's 16 k-pairs
+// ascending from +0, then tot = fma(blocksum, scale, tot) over blocks ascending), so results are
+// bit-identical to GEMV / GEMV-M and the reference whatever the path, tile, unit or thread.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/e2m1.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/act_pack.h"
+#include "kernels/cpu/aligned_buffer.h"
+#include "kernels/cpu/mxfp4_gemm_kernels.h"
+#include "kernels/cpu/store_out_avx512.h"
+
+namespace deepinfer::kernels {
+
+namespace {
+
+constexpr int kMr = 14;
+constexpr int kNr = 32;
+
+struct Lut {
+  __m512i low, high, nibble_mask;
+};
+
+Lut MakeLut() {
+  const E2m1Bf16ByteTables t = MakeE2m1Bf16ByteTables();
+  return Lut{_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low))),
+             _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high))),
+             _mm512_set1_epi8(0x0F)};
+}
+
+// One 64-byte chunk (16 rows x 4 k-pairs, mxfp4_gemm.h layout) -> r[j] = 16 rows' pair j.
+inline void DecodeChunk(const uint8_t* chunk, const Lut& lut, __m512i r[4]) {
+  const __m512i v = _mm512_load_si512(chunk);
+  const __m512i lo = _mm512_and_si512(v, lut.nibble_mask);
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lut.nibble_mask);
+  const __m512i even_l = _mm512_shuffle_epi8(lut.low, lo);
+  const __m512i even_h = _mm512_shuffle_epi8(lut.high, lo);
+  const __m512i odd_l = _mm512_shuffle_epi8(lut.low, hi);
+  const __m512i odd_h = _mm512_shuffle_epi8(lut.high, hi);
+  const __m512i even0 = _mm512_unpacklo_epi8(even_l, even_h);
+  const __m512i even1 = _mm512_unpackhi_epi8(even_l, even_h);
+  const __m512i odd0 = _mm512_unpacklo_epi8(odd_l, odd_h);
+  const __m512i odd1 = _mm512_unpackhi_epi8(odd_l, odd_h);
+  r[0] = _mm512_unpacklo_epi16(even0, odd0);
+  r[1] = _mm512_unpackhi_epi16(even0, odd0);
+  r[2] = _mm512_unpacklo_epi16(even1, odd1);
+  r[3] = _mm512_unpackhi_epi16(even1, odd1);
+}
+
+// 16 ue8m0 codes -> fp32 2^(code-127); code 0 is the subnormal 2^-127.
+inline __m512 RowScales(const uint8_t* codes) {
+  const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+  const __m512i bits = _mm512_slli_epi32(c, 23);
+  return _mm512_castsi512_ps(
+      _mm512_mask_mov_epi32(bits, _mm512_testn_epi32_mask(c, c), _mm512_set1_epi32(0x00400000)));
+}
+
+// Half h (rows 32h..32h+31) of one packed panel over all K -> bp [K/2][32], sc [K/32][32].
+void DecodeHalfPanel(const uint8_t* panel, int64_t n_blocks, int h, const Lut& lut, uint32_t* bp,
+                     float* sc) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* blk = panel + b * kMxfp4PanelBlockBytes;
+    _mm512_store_ps(sc + b * kNr, RowScales(blk + 32 * h));
+    _mm512_store_ps(sc + b * kNr + 16, RowScales(blk + 32 * h + 16));
+    uint32_t* dst = bp + b * 16 * kNr;
+    for (int t = 0; t < 4; ++t) {
+      for (int gi = 0; gi < 2; ++gi) {
+        __m512i r[4];
+        DecodeChunk(blk + 64 + (t * 4 + 2 * h + gi) * 64, lut, r);
+        for (int j = 0; j < 4; ++j) _mm512_store_si512(dst + (4 * t + j) * kNr + gi * 16, r[j]);
+      }
+    }
+  }
+}
+
+// scratch[14][32] = the tile's totals. a: [K/2][14] pairs, bp: [K/2][32], sc: [K/32][32].
+void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int64_t n_blocks,
+              float* scratch) {
+  for (int i = 0; i < kMr * kNr; i += 16) _mm512_store_ps(scratch + i, _mm512_setzero_ps());
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __m512 acc[kMr][2];
+#pragma GCC unroll 14
+    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    const uint32_t* ab = a + b * 16 * kMr;
+    const uint32_t* bb = bp + b * 16 * kNr;
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) {
+      const __m512bh b0 = (__m512bh)_mm512_load_si512(bb + j * kNr);
+      const __m512bh b1 = (__m512bh)_mm512_load_si512(bb + j * kNr + 16);
+#pragma GCC unroll 14
+      for (int r = 0; r < kMr; ++r) {
+        const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(ab[j * kMr + r]));
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, x);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, x);
+      }
+    }
+    const __m512 s0 = _mm512_load_ps(sc + b * kNr);
+    const __m512 s1 = _mm512_load_ps(sc + b * kNr + 16);
+#pragma GCC unroll 14
+    for (int r = 0; r < kMr; ++r) {
+      float* t = scratch + r * kNr;
+      _mm512_store_ps(t, _mm512_fmadd_ps(acc[r][0], s0, _mm512_load_ps(t)));
+      _mm512_store_ps(t + 16, _mm512_fmadd_ps(acc[r][1], s1, _mm512_load_ps(t + 16)));
+    }
+  }
+}
+
+}  // namespace
+
+void Mxfp4PanelGemmAvx512(const Mxfp4Call& c, ThreadPool* pool) {
+  const int64_t pairs = c.w.k / 2;
+  const int64_t n_blocks = c.w.n_blocks();
+  const int64_t tiles = (c.n_rows + kMr - 1) / kMr;
+  thread_local AlignedBuffer<uint32_t> a_packed;
+  a_packed.EnsureSize(static_cast<size_t>(tiles * pairs * kMr));
+  uint32_t* a = a_packed.data();
+  auto pack = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t rows = std::min<int64_t>(kMr, c.n_rows - t * kMr);
+      PackActTile(c.xq + t * kMr * c.ldx, rows, c.ldx, c.w.k, kMr, a + t * pairs * kMr);
+    }
+  };
+  const int64_t units = (c.w.n + kNr - 1) / kNr;
+  // Units come from a shared counter (a core slowed by other work takes fewer); each unit is
+  // computed whole by one thread, so the assignment never changes a bit.
+  std::atomic<int64_t> next_unit{0};
+  auto work = [&](int) {
+    thread_local AlignedBuffer<uint32_t> bp;
+    thread_local AlignedBuffer<float> sc;
+    bp.EnsureSize(static_cast<size_t>(pairs * kNr));
+    sc.EnsureSize(static_cast<size_t>(n_blocks * kNr));
+    const Lut lut = MakeLut();
+    alignas(64) float scratch[kMr * kNr];
+    for (int64_t u = next_unit.fetch_add(1, std::memory_order_relaxed); u < units;
+         u = next_unit.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t n0 = u * kNr;
+      const int64_t n_valid = std::min<int64_t>(kNr, c.w.n - n0);
+      DecodeHalfPanel(c.w.panel(u / 2), n_blocks, static_cast<int>(u % 2), lut, bp.data(),
+                      sc.data());
+      for (int64_t t = 0; t < tiles; ++t) {
+        GemmTile(a + t * pairs * kMr, bp.data(), sc.data(), n_blocks, scratch);
+        const int64_t rows = std::min<int64_t>(kMr, c.n_rows - t * kMr);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t row = t * kMr + r;
+          avx512::StoreOut(_mm512_load_ps(scratch + r * kNr), avx512::TailMask(n_valid), c.out,
+                           row * c.ldo + n0, c.out_dtype);
+          if (n_valid > 16) {
+            avx512::StoreOut(_mm512_load_ps(scratch + r * kNr + 16), avx512::TailMask(n_valid - 16),
+                             c.out, row * c.ldo + n0 + 16, c.out_dtype);
+          }
+        }
+      }
+    }
+  };
+  if (pool == nullptr) {
+    pack(0, tiles);
+    work(0);
+  } else {
+    pool->ParallelFor(tiles, 1, pack);
+    pool->Run(work);
+  }
+}
+
+}  // namespace deepinfer::kernels

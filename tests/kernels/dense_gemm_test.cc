@@ -188,5 +188,30 @@ TEST(DenseGemm, BatchThreadAndStrideInvariance) {
   }
 }
 
+// Few outputs and many rows (the hc mixes: N = 24) split the rows over the pool instead of N:
+// the same bits as the single-thread reference, for both output types and strided rows.
+TEST(DenseGemm, RowSplitMatchesReference) {
+  const int64_t n = 24, k = 1000, m = 37, ldx = k + 16, ldo = n + 5;
+  const auto wb = ToBf16(RandomFloats(n * k, 7)), xb = ToBf16(RandomFloats(m * ldx, 8));
+  std::vector<float> xf(m * ldx);
+  for (size_t i = 0; i < xf.size(); ++i) xf[i] = Bf16ToFloat(xb[i]) * 1.7f;
+  ThreadPool pool2(2);
+  for (CpuLevel level : AvailableLevels()) {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      const size_t es = dt == DType::kF32 ? 4 : 2;
+      std::vector<uint8_t> want(m * ldo * es, 0xCD), got(m * ldo * es, 0xCD);
+      GemmBf16Ref(wb.data(), n, k, k, xb.data(), m, ldx, want.data(), dt, ldo);
+      GemmBf16At(level, wb.data(), n, k, k, xb.data(), m, ldx, got.data(), dt, ldo, &pool2);
+      EXPECT_EQ(got, want) << CpuLevelName(level) << " bf16 GEMM, bf16 out " << (es == 2);
+      std::fill(want.begin(), want.end(), 0xCD);
+      std::fill(got.begin(), got.end(), 0xCD);
+      GemmF32Ref(wb.data(), DType::kBF16, n, k, k, xf.data(), m, ldx, want.data(), dt, ldo);
+      GemmF32At(level, wb.data(), DType::kBF16, n, k, k, xf.data(), m, ldx, got.data(), dt, ldo,
+                &pool2);
+      EXPECT_EQ(got, want) << CpuLevelName(level) << " fp32 GEMM, bf16 out " << (es == 2);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

@@ -4,6 +4,9 @@
 #include "kernels/cpu/dense_gemm_internal.h"
 
 namespace deepinfer::kernels {
+namespace {
+constexpr int64_t kRowSplitMinRows = 8;
+}  // namespace
 
 void RunDenseGemm(const DenseGemmCall& c, ThreadPool* pool,
                   void (*fn)(const DenseGemmCall&, int64_t, int64_t)) {
@@ -14,6 +17,18 @@ void RunDenseGemm(const DenseGemmCall& c, ThreadPool* pool,
   if (c.n_rows <= 0 || c.n <= 0) return;
   if (pool == nullptr) {
     fn(c, 0, c.n);
+  } else if (c.n < 16 * 2 * pool->size() && c.n_rows >= kRowSplitMinRows) {
+    // Few outputs, many rows (e.g. the hc mixes, N = 24): splitting N would leave threads idle
+    // or unbalanced, so split the rows. Each output's order depends only on K, so either split
+    // gives the same bits.
+    const int64_t xs = c.x_dtype == DType::kF32 ? 4 : 2, os = c.out_dtype == DType::kF32 ? 4 : 2;
+    pool->ParallelFor(c.n_rows, 4, [&](int64_t r0, int64_t r1) {
+      DenseGemmCall sub = c;
+      sub.x = static_cast<const char*>(c.x) + r0 * c.ldx * xs;
+      sub.out = static_cast<char*>(c.out) + r0 * c.ldo * os;
+      sub.n_rows = r1 - r0;
+      fn(sub, 0, c.n);
+    });
   } else {
     pool->ParallelFor(c.n, 16, [&](int64_t begin, int64_t end) { fn(c, begin, end); });
   }

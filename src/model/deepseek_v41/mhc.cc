@@ -18,7 +18,9 @@ void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_
   const int64_t n_mix = static_cast<int64_t>(2 + hc) * hc;
   ScopedPhase phase("hc.mixes");
   std::vector<float> xf(rows * width);
-  for (int64_t i = 0; i < rows * width; ++i) xf[i] = Bf16ToFloat(x[i]);
+  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * width; i < r1 * width; ++i) xf[i] = Bf16ToFloat(x[i]);
+  });
   std::vector<float> mixes(rows * n_mix);
   kernels::GemmF32(w.fn, DType::kF32, n_mix, width, width, xf.data(), rows, width, mixes.data(),
                    DType::kF32, n_mix, &pool);
@@ -27,28 +29,37 @@ void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_
   params.sinkhorn_iters = c.hc_sinkhorn_iters;
   params.eps = static_cast<float>(c.hc_eps);
   const float eps = static_cast<float>(c.norm_eps);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float rs = kernels::RmsNormFactorRef(x + r * width, width, eps);
-    float* m = mixes.data() + r * n_mix;
-    for (int64_t i = 0; i < n_mix; ++i) m[i] = m[i] * rs;
-    kernels::HcSplitSinkhorn(m, w.scale, w.base, params, pre + r * hc, post + r * hc,
-                             comb + r * hc * hc);
-  }
+  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float rs = kernels::RmsNormFactorRef(x + r * width, width, eps);
+      float* m = mixes.data() + r * n_mix;
+      for (int64_t i = 0; i < n_mix; ++i) m[i] = m[i] * rs;
+      kernels::HcSplitSinkhorn(m, w.scale, w.base, params, pre + r * hc, post + r * hc,
+                               comb + r * hc * hc);
+    }
+  });
 }
 
 void HcCollapse(const ModelConfig& c, const uint16_t* x, const float* pre, int64_t rows,
-                uint16_t* y) {
+                uint16_t* y, ThreadPool* pool) {
   ScopedPhase phase("hc.collapse");
   const int hc = c.hc_mult;
   const int64_t dim = c.dim;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* xr = x + r * hc * dim;
-    const float* p = pre + r * hc;
-    for (int64_t d = 0; d < dim; ++d) {
-      float acc = p[0] * Bf16ToFloat(xr[d]);
-      for (int k = 1; k < hc; ++k) acc = acc + p[k] * Bf16ToFloat(xr[k * dim + d]);
-      y[r * dim + d] = FloatToBf16(acc);
+  auto run = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint16_t* xr = x + r * hc * dim;
+      const float* p = pre + r * hc;
+      for (int64_t d = 0; d < dim; ++d) {
+        float acc = p[0] * Bf16ToFloat(xr[d]);
+        for (int k = 1; k < hc; ++k) acc = acc + p[k] * Bf16ToFloat(xr[k * dim + d]);
+        y[r * dim + d] = FloatToBf16(acc);
+      }
     }
+  };
+  if (pool != nullptr && rows > 1) {
+    pool->ParallelFor(rows, 1, run);
+  } else {
+    run(0, rows);
   }
 }
 

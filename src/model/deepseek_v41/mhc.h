@@ -22,9 +22,10 @@ namespace deepinfer::model {
 void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_t rows, float* pre,
              float* post, float* comb, ThreadPool& pool);
 
-// y [rows][dim] = Σ_c pre[row][c] · x[row][c] (rounded to bf16).
+// y [rows][dim] = Σ_c pre[row][c] · x[row][c] (rounded to bf16). pool: rows split over it
+// (nullptr: this thread); every row's result is the same either way.
 void HcCollapse(const ModelConfig& c, const uint16_t* x, const float* pre, int64_t rows,
-                uint16_t* y);
+                uint16_t* y, ThreadPool* pool = nullptr);
 
 // out [rows][hc][dim]; must not alias x.
 void HcPost(const ModelConfig& c, const uint16_t* y, const uint16_t* x, const float* post,

@@ -174,7 +174,7 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   ScopedPhase phase_head("head");
   // Final collapse, norm, fp32 head.
   out->final_hidden.assign(rows * dim, 0);
-  HcCollapse(c, x.data(), pre.data(), rows, out->final_hidden.data());
+  HcCollapse(c, x.data(), pre.data(), rows, out->final_hidden.data(), pool_);
   out->logit_rows.clear();
   for (size_t s = 0; s < ctx.segments.size(); ++s) {
     const Segment& seg = ctx.segments[s];

@@ -1,5 +1,6 @@
 #include "model/deepseek_v41/moe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -98,83 +99,130 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
 
   // Activation quantized once for every expert that reads it.
   std::vector<uint16_t> xq(rows * dim);
-  for (int64_t r = 0; r < rows; ++r) {
-    kernels::QuantizeActScaledBf16(x + r * dim, dim, xq.data() + r * dim);
-  }
-  std::vector<float> acc(rows * dim, 0.0f);
-  std::vector<int64_t> members;
-  std::vector<float> member_w;
-  for (int64_t e = 0; e < n_exp; ++e) {
-    members.clear();
-    member_w.clear();
+  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      kernels::QuantizeActScaledBf16(x + r * dim, dim, xq.data() + r * dim);
+    }
+  });
+  // Slots: every (row, chosen expert) pair, grouped by expert ascending (rows ascending within an
+  // expert); slot_of[r * top + k] is where row r's k-th choice sits.
+  std::vector<int64_t> slot_begin(n_exp + 1, 0), slot_row(rows * top), slot_of(rows * top);
+  std::vector<float> slot_w(rows * top);
+  for (int64_t i = 0; i < rows * top; ++i) ++slot_begin[chosen[i] + 1];
+  for (int64_t e = 0; e < n_exp; ++e) slot_begin[e + 1] += slot_begin[e];
+  {
+    std::vector<int64_t> fill(slot_begin.begin(), slot_begin.end() - 1);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t k = 0; k < top; ++k) {
-        if (chosen[r * top + k] == e) {
-          members.push_back(r);
-          member_w.push_back(weight[r * top + k]);
+        const int64_t sl = fill[chosen[r * top + k]]++;
+        slot_row[sl] = r;
+        slot_w[sl] = weight[r * top + k];
+        slot_of[r * top + k] = sl;
+      }
+    }
+  }
+  const int64_t n_slots = rows * top;
+  std::vector<uint16_t> xs(n_slots * dim), gu(n_slots * 2 * inter), h(n_slots * inter),
+      y(n_slots * dim);
+  const bool packed = std::all_of(mw.experts.begin(), mw.experts.begin() + n_exp,
+                                  [](const ExpertWeights& ew) { return ew.w13.has_value(); });
+  pool.ParallelFor(n_slots, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t sl = s0; sl < s1; ++sl) {
+      const int64_t e =
+          std::upper_bound(slot_begin.begin(), slot_begin.end(), sl) - slot_begin.begin() - 1;
+      // MXFP4 experts read the quantized activation, bf16 experts x as is.
+      const uint16_t* src = mw.experts[e].mxfp4() ? xq.data() : x;
+      std::copy_n(src + slot_row[sl] * dim, dim, xs.data() + sl * dim);
+    }
+  });
+  // gu rows [s0, s1) -> h rows (SwiGLU with the routing weight); quantized in place for MXFP4.
+  auto swiglu = [&](int64_t s0, int64_t s1, bool quantize) {
+    pool.ParallelFor(s1 - s0, 1, [&](int64_t a, int64_t b) {
+      SwiGluRows(gu.data() + (s0 + a) * 2 * inter, gu.data() + (s0 + a) * 2 * inter + inter,
+                 2 * inter, slot_w.data() + s0 + a, b - a, inter, limit,
+                 h.data() + (s0 + a) * inter);
+      if (quantize) {
+        std::vector<uint16_t> tmp(inter);
+        for (int64_t sl = s0 + a; sl < s0 + b; ++sl) {
+          kernels::QuantizeActScaledBf16(h.data() + sl * inter, inter, tmp.data());
+          std::copy_n(tmp.data(), inter, h.data() + sl * inter);
         }
       }
+    });
+  };
+  if (packed) {
+    // Packed MXFP4: all experts' w1|w3 in one call, then all w2 (one thread hand-off each at
+    // decode instead of one per expert and matrix).
+    std::vector<kernels::Mxfp4Job> jobs;
+    for (int64_t e = 0; e < n_exp; ++e) {
+      const int64_t s0 = slot_begin[e], m = slot_begin[e + 1] - s0;
+      if (m == 0) continue;
+      jobs.push_back({mw.experts[e].w13->view(), xs.data() + s0 * dim, m, dim,
+                      gu.data() + s0 * 2 * inter, DType::kBF16, 2 * inter});
     }
-    if (members.empty()) continue;
-    const int64_t m = static_cast<int64_t>(members.size());
-    const ExpertWeights& ew = mw.experts[e];
-    std::vector<uint16_t> gu(m * 2 * inter), h(m * inter), y(m * dim);
-    if (ew.w1_mapped.weight) {
-      // Mapped MXFP4: the reference kernel on the checkpoint layout.
-      std::vector<uint16_t> xs(m * dim);
-      for (int64_t i = 0; i < m; ++i)
-        std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
-      kernels::Mxfp4GemmRef(ew.w1_mapped.weight, ew.w1_mapped.scale, inter, dim, xs.data(), m, dim,
-                            gu.data(), DType::kBF16, 2 * inter);
-      kernels::Mxfp4GemmRef(ew.w3_mapped.weight, ew.w3_mapped.scale, inter, dim, xs.data(), m, dim,
-                            gu.data() + inter, DType::kBF16, 2 * inter);
-      SwiGluRows(gu.data(), gu.data() + inter, 2 * inter, member_w.data(), m, inter, limit,
-                 h.data());
-      std::vector<uint16_t> hq(m * inter);
-      for (int64_t i = 0; i < m; ++i) {
-        kernels::QuantizeActScaledBf16(h.data() + i * inter, inter, hq.data() + i * inter);
-      }
-      kernels::Mxfp4GemmRef(ew.w2_mapped.weight, ew.w2_mapped.scale, dim, inter, hq.data(), m,
-                            inter, y.data(), DType::kBF16, dim);
-    } else if (ew.w13) {
-      std::vector<uint16_t> xs(m * dim);
-      for (int64_t i = 0; i < m; ++i)
-        std::copy_n(xq.data() + members[i] * dim, dim, xs.data() + i * dim);
-      kernels::Mxfp4Gemm(ew.w13->view(), xs.data(), m, dim, gu.data(), DType::kBF16, 2 * inter,
-                         &pool);
-      SwiGluRows(gu.data(), gu.data() + inter, 2 * inter, member_w.data(), m, inter, limit,
-                 h.data());
-      std::vector<uint16_t> hq(m * inter);
-      for (int64_t i = 0; i < m; ++i) {
-        kernels::QuantizeActScaledBf16(h.data() + i * inter, inter, hq.data() + i * inter);
-      }
-      kernels::Mxfp4Gemm(ew.w2->view(), hq.data(), m, inter, y.data(), DType::kBF16, dim, &pool);
-    } else {
-      std::vector<uint16_t> xs(m * dim);
-      for (int64_t i = 0; i < m; ++i) std::copy_n(x + members[i] * dim, dim, xs.data() + i * dim);
-      kernels::GemmBf16(ew.w1_bf16.bf16(), inter, dim, dim, xs.data(), m, dim, gu.data(),
-                        DType::kBF16, 2 * inter, &pool);
-      kernels::GemmBf16(ew.w3_bf16.bf16(), inter, dim, dim, xs.data(), m, dim, gu.data() + inter,
-                        DType::kBF16, 2 * inter, &pool);
-      SwiGluRows(gu.data(), gu.data() + inter, 2 * inter, member_w.data(), m, inter, limit,
-                 h.data());
-      kernels::GemmBf16(ew.w2_bf16.bf16(), dim, inter, inter, h.data(), m, inter, y.data(),
-                        DType::kBF16, dim, &pool);
+    kernels::Mxfp4GemmMany(jobs, &pool);
+    swiglu(0, n_slots, /*quantize=*/true);
+    jobs.clear();
+    for (int64_t e = 0; e < n_exp; ++e) {
+      const int64_t s0 = slot_begin[e], m = slot_begin[e + 1] - s0;
+      if (m == 0) continue;
+      jobs.push_back({mw.experts[e].w2->view(), h.data() + s0 * inter, m, inter,
+                      y.data() + s0 * dim, DType::kBF16, dim});
     }
-    for (int64_t i = 0; i < m; ++i) {
-      float* a = acc.data() + members[i] * dim;
-      for (int64_t j = 0; j < dim; ++j) a[j] = a[j] + Bf16ToFloat(y[i * dim + j]);
+    kernels::Mxfp4GemmMany(jobs, &pool);
+  } else {
+    for (int64_t e = 0; e < n_exp; ++e) {
+      const int64_t s0 = slot_begin[e], m = slot_begin[e + 1] - s0;
+      if (m == 0) continue;
+      const ExpertWeights& ew = mw.experts[e];
+      const uint16_t* xe = xs.data() + s0 * dim;
+      uint16_t* ge = gu.data() + s0 * 2 * inter;
+      uint16_t* he = h.data() + s0 * inter;
+      uint16_t* ye = y.data() + s0 * dim;
+      if (ew.w1_mapped.weight) {
+        // Mapped MXFP4: the reference kernel on the checkpoint layout.
+        kernels::Mxfp4GemmRef(ew.w1_mapped.weight, ew.w1_mapped.scale, inter, dim, xe, m, dim, ge,
+                              DType::kBF16, 2 * inter);
+        kernels::Mxfp4GemmRef(ew.w3_mapped.weight, ew.w3_mapped.scale, inter, dim, xe, m, dim,
+                              ge + inter, DType::kBF16, 2 * inter);
+        swiglu(s0, s0 + m, /*quantize=*/true);
+        kernels::Mxfp4GemmRef(ew.w2_mapped.weight, ew.w2_mapped.scale, dim, inter, he, m, inter, ye,
+                              DType::kBF16, dim);
+      } else {
+        kernels::GemmBf16(ew.w1_bf16.bf16(), inter, dim, dim, xe, m, dim, ge, DType::kBF16,
+                          2 * inter, &pool);
+        kernels::GemmBf16(ew.w3_bf16.bf16(), inter, dim, dim, xe, m, dim, ge + inter, DType::kBF16,
+                          2 * inter, &pool);
+        swiglu(s0, s0 + m, /*quantize=*/false);
+        kernels::GemmBf16(ew.w2_bf16.bf16(), dim, inter, inter, he, m, inter, ye, DType::kBF16, dim,
+                          &pool);
+      }
     }
   }
 
   // Shared expert (dense FP8, no routing weight).
-  std::vector<uint16_t> g(rows * inter), u(rows * inter), h(rows * inter), y(rows * dim);
+  std::vector<uint16_t> g(rows * inter), u(rows * inter), hs(rows * inter), ys(rows * dim);
   const uint16_t* xin = mw.shared.w1.quantized() ? xq.data() : x;  // bf16 weights take x as is
   mw.shared.w1.ApplyQuantized(xin, rows, dim, g.data(), inter, pool);
   mw.shared.w3.ApplyQuantized(xin, rows, dim, u.data(), inter, pool);
-  SwiGluRows(g.data(), u.data(), inter, nullptr, rows, inter, limit, h.data());
-  mw.shared.w2.Apply(h.data(), rows, inter, y.data(), dim, pool);
-  for (int64_t i = 0; i < rows * dim; ++i) out[i] = FloatToBf16(acc[i] + Bf16ToFloat(y[i]));
+  SwiGluRows(g.data(), u.data(), inter, nullptr, rows, inter, limit, hs.data());
+  mw.shared.w2.Apply(hs.data(), rows, inter, ys.data(), dim, pool);
+  // Per row: the routed outputs summed in ascending expert order from +0, then the shared one.
+  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<int64_t> order(top);
+    std::vector<float> acc(dim);
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t k = 0; k < top; ++k) order[k] = slot_of[r * top + k];
+      std::sort(order.begin(), order.end());  // slots are grouped by expert ascending
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t sl : order) {
+        const uint16_t* ye = y.data() + sl * dim;
+        for (int64_t j = 0; j < dim; ++j) acc[j] = acc[j] + Bf16ToFloat(ye[j]);
+      }
+      const uint16_t* yr = ys.data() + r * dim;
+      for (int64_t j = 0; j < dim; ++j) out[r * dim + j] = FloatToBf16(acc[j] + Bf16ToFloat(yr[j]));
+    }
+  });
 }
 
 }  // namespace deepinfer::model

@@ -1,0 +1,67 @@
+// SamplingParams: what a request asks of the sampler and of the stop logic, with validation and
+// the OpenAI-style JSON mapping.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+
+namespace deepinfer::engine {
+
+// Largest top_logprobs / prompt_logprobs accepted (OpenAI's limit, vLLM's default max_logprobs).
+inline constexpr int kMaxTopLogprobs = 20;
+// Largest n (parallel samples per prompt) accepted, as OpenAI.
+inline constexpr int kMaxParallelSamples = 128;
+
+inline constexpr float kGreedyTemperature = 1e-5f;
+
+struct SamplingParams {
+  // Processing order in the sampler (engine/sampling/sampler.h): logit_bias -> penalties ->
+  // mask/suppression -> (greedy argmax | /temperature -> top_k -> top_p -> min_p -> sample).
+  float temperature = 1.0f;         // 0 = greedy (exact argmax, ties to the lower id)
+  int32_t top_k = 0;                // 0 = off
+  float top_p = 1.0f;               // (0, 1]; 1 = off
+  float min_p = 0.0f;               // [0, 1]; 0 = off; relative to the most likely token
+  float repetition_penalty = 1.0f;  // > 0; 1 = off; on every id of prompt + generated
+  float presence_penalty = 0.0f;    // [-2, 2]; on generated ids
+  float frequency_penalty = 0.0f;   // [-2, 2]; times the generated count
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), by id
+
+  std::optional<uint64_t> seed;  // absent: the engine draws one and reports it
+  int32_t n = 1;                 // parallel samples sharing the prompt, [1, 128]
+
+  std::optional<int64_t> max_tokens;  // absent: until the context is full
+  int64_t min_tokens = 0;             // stop ids/strings and EOS are suppressed until then
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;
+  std::vector<std::string> stop;  // stop strings, each non-empty
+
+  bool logprobs = false;                   // report the sampled token's logprob
+  int32_t top_logprobs = 0;                // [0, 20]; needs logprobs
+  std::optional<int32_t> prompt_logprobs;  // [0, 20]: top-k per prompt position (0: only its own)
+
+  // Temperatures below 1e-5 count as 0 (as vLLM): 1 / T must stay finite for the scaled logits.
+  bool greedy() const { return temperature < kGreedyTemperature; }
+
+  // Checks every range. vocab > 0 also checks token ids (logit_bias, stop_token_ids) against
+  // [0, vocab); vocab <= 0 skips those checks (the model is not known yet).
+  Status Validate(int64_t vocab) const;
+};
+
+// Reads the OpenAI field names (max_tokens, temperature, top_p, top_k, min_p, seed, n, stop,
+// stop_token_ids, ignore_eos, min_tokens, presence_penalty, frequency_penalty,
+// repetition_penalty, logit_bias, logprobs, top_logprobs, prompt_logprobs) from a JSON object and
+// validates them (without a vocabulary). A null field counts as absent; unknown fields are
+// ignored (the caller decides about them). Accepted spellings beyond the plain ones:
+//   stop: a string or a list of strings;  top_k: -1 also means off (vLLM);
+//   logprobs: a bool (chat API) or an integer k (completions API: logprobs on, top_logprobs = k);
+//   seed: any 64-bit integer (negative ones are taken modulo 2^64).
+StatusOr<SamplingParams> SamplingParamsFromJson(const nlohmann::json& body);
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,44 @@
+#include "engine/sampling/token_history.h"
+
+#include "core/check.h"
+
+namespace deepinfer::engine {
+namespace {
+
+void Decrement(std::unordered_map<int32_t, int32_t>* counts, int32_t token) {
+  auto it = counts->find(token);
+  CHECK(it != counts->end() && it->second > 0) << "token " << token << " not counted";
+  if (--it->second == 0) counts->erase(it);
+}
+
+}  // namespace
+
+void TokenHistory::AddPrompt(std::span<const int32_t> tokens) {
+  CHECK(generated_.empty()) << "prompt tokens after generated ones";
+  for (int32_t t : tokens) ++seen_counts_[t];
+}
+
+void TokenHistory::Append(int32_t token) {
+  generated_.push_back(token);
+  ++generated_counts_[token];
+  ++seen_counts_[token];
+}
+
+void TokenHistory::Rollback(int64_t n) {
+  CHECK(n >= 0 && n <= n_generated()) << "rollback of " << n << " of " << n_generated();
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t token = generated_.back();
+    generated_.pop_back();
+    Decrement(&generated_counts_, token);
+    Decrement(&seen_counts_, token);
+  }
+}
+
+int32_t TokenHistory::GeneratedCount(int32_t token) const {
+  const auto it = generated_counts_.find(token);
+  return it == generated_counts_.end() ? 0 : it->second;
+}
+
+bool TokenHistory::Seen(int32_t token) const { return seen_counts_.contains(token); }
+
+}  // namespace deepinfer::engine

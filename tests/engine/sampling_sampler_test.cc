@@ -213,6 +213,10 @@ TEST(SamplingSampler, ErrorsAreStatuses) {
   EXPECT_FALSE(
       SampleOne(x.data(), 16, SamplingParams(), {}, 1, int64_t{1} << 32, 0, nullptr, {}, &r).ok());
   EXPECT_FALSE(SampleOne(x.data(), 16, SamplingParams(), {}, 1, 0, -1, nullptr, {}, &r).ok());
+  SamplingParams invalid;
+  invalid.top_p = 0.0f;
+  EXPECT_EQ(SampleOne(x.data(), 16, invalid, {}, 1, 0, 0, nullptr, {}, &r).code(),
+            StatusCode::kInvalidArgument);
   const int32_t bad[] = {-1};
   EXPECT_FALSE(SampleOne(x.data(), 16, SamplingParams(), {}, 1, 0, 0, nullptr, bad, &r).ok());
 }

@@ -247,6 +247,7 @@ Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& param
                            " must be in [0, 2^32)" + " and position " + std::to_string(position) +
                            " >= 0");
   }
+  DI_RETURN_IF_ERROR(params.Validate(vocab));  // cheap (no allocation unless it fails)
   Scratch& s = ThreadScratch(vocab);
   float* x = s.x.data();
   DI_RETURN_IF_ERROR(ProcessLogits(logits, vocab, params, history, allowed_bits, suppressed, x));

@@ -53,8 +53,8 @@ struct SampleResult {
 
 // Samples one token from logits[0, vocab). allowed_bits (nullable): bit (t % 32) of word t / 32
 // set = token t allowed (the structured-output mask). suppressed: ids that must not be sampled
-// (e.g. EOS and stop ids before min_tokens). Errors: an id of logit_bias / history / suppressed
-// outside the vocabulary, NaN or +inf logits, or no token left to sample.
+// (e.g. EOS and stop ids before min_tokens). Errors: params failing Validate(vocab), an id of
+// history / suppressed outside the vocabulary, NaN or +inf logits, or no token left to sample.
 // Scratch memory is per thread and grows once to the vocabulary size.
 Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& params,
                  const TokenHistory& history, uint64_t seed, int64_t sample_index, int64_t position,

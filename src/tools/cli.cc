@@ -16,6 +16,7 @@ int Main(int argc, char** argv) {
   RegisterTokenize(app, &exit_code);
   RegisterRenderChat(app, &exit_code);
   RegisterParseOutput(app, &exit_code);
+  RegisterServe(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

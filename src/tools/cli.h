@@ -18,5 +18,6 @@ void RegisterGenerate(CLI::App& app, int* exit_code);
 void RegisterTokenize(CLI::App& app, int* exit_code);
 void RegisterRenderChat(CLI::App& app, int* exit_code);
 void RegisterParseOutput(CLI::App& app, int* exit_code);
+void RegisterServe(CLI::App& app, int* exit_code);
 
 }  // namespace deepinfer::tools

@@ -1,0 +1,61 @@
+// API request bodies → what the server hands the engine. Pure functions of the body text: no
+// engine, no tokenizer (the fuzz target fuzz/request_parser_fuzz.cc drives them directly).
+//
+// Chat requests of both APIs become one ChatRequest with OpenAI-shaped messages, which
+// tokenizer::PrepareChatMessages + EncodeChatV41 render into the V4.1 prompt.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace deepinfer::server {
+
+// Deepest JSON nesting a body may have (the parsers and the prompt renderer recurse).
+inline constexpr int kMaxBodyNesting = 64;
+
+struct ChatRequest {
+  std::string model;                // empty when the body has none
+  nlohmann::ordered_json messages;  // OpenAI-shaped: role, content, tool_calls, tool_call_id,
+                                    // reasoning_content
+  nlohmann::ordered_json tools;     // OpenAI tools [{"type":"function","function":{…}}] or null
+  bool thinking = false;            // V4.1 thinking mode: the reply starts with reasoning
+  nlohmann::ordered_json reasoning_effort;  // null, "low" / "high" / "max" or 1..100
+  engine::SamplingParams params;            // params.n is 1: the n samples are n engine requests
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+struct CompletionRequest {
+  std::string model;
+  std::string prompt_text;          // when the prompt is text
+  std::vector<int32_t> prompt_ids;  // when it is a token list
+  bool prompt_is_ids = false;
+  engine::SamplingParams params;
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// Parses JSON text with a nesting bound; errors are InvalidArgument ("malformed JSON: …").
+StatusOr<nlohmann::ordered_json> ParseBody(std::string_view body);
+
+// POST /v1/chat/completions. Errors: InvalidArgument (wrong types, invalid values),
+// Unimplemented (response_format json_object / json_schema, forced tool_choice) → 400.
+StatusOr<ChatRequest> ParseOpenAiChat(const nlohmann::ordered_json& body);
+// POST /v1/completions (prompt: a string, a token list, or a one-element list of either;
+// max_tokens defaults to 16 as in the OpenAI API).
+StatusOr<CompletionRequest> ParseOpenAiCompletion(const nlohmann::ordered_json& body);
+// POST /v1/messages and /v1/messages/count_tokens (count_only: max_tokens not required).
+StatusOr<ChatRequest> ParseAnthropicMessages(const nlohmann::ordered_json& body, bool count_only);
+
+// The V4.1 prompt text of a chat request (BOS included as text).
+StatusOr<std::string> RenderChatPrompt(const ChatRequest& request);
+
+}  // namespace deepinfer::server

@@ -1,0 +1,146 @@
+#include "server/engine_loop.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace deepinfer::server {
+
+EngineLoop::EngineLoop(engine::Engine* engine, EngineLoopOptions options)
+    : engine_(engine), options_(options) {}
+
+EngineLoop::~EngineLoop() { Stop(); }
+
+void EngineLoop::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return;
+  started_ = true;
+  snapshot_.stats = engine_->stats();  // the loop thread does not exist yet
+  thread_ = std::thread([this] { Run(); });
+}
+
+void EngineLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status EngineLoop::Submit(engine::Request request, std::function<void(const Status&)> on_rejected) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Internal("the server is shutting down");
+    if (pending_ >= options_.max_pending) {
+      return ResourceExhausted("too many requests in the server (" +
+                               std::to_string(options_.max_pending) + "); retry later");
+    }
+    ++pending_;
+    // The pending count drops when the request's last output has been delivered.
+    auto user = std::move(request.on_output);
+    request.on_output = [this, user = std::move(user)](const engine::RequestOutput& o) {
+      if (user) user(o);
+      if (o.finished) {
+        std::lock_guard<std::mutex> l(mu_);
+        --pending_;
+      }
+    };
+    inbox_.push_back({std::move(request), std::move(on_rejected)});
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+void EngineLoop::CancelAll() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancel_all_ = true;
+  }
+  cv_.notify_all();
+}
+
+EngineSnapshot EngineLoop::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineSnapshot s = snapshot_;
+  s.pending = pending_;
+  return s;
+}
+
+int64_t EngineLoop::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_;
+}
+
+void EngineLoop::AddInbox(std::deque<Item>* items) {
+  for (Item& item : *items) {
+    auto cancelled = item.request.cancelled;
+    StatusOr<uint64_t> id = engine_->Add(std::move(item.request));
+    if (id.ok()) {
+      // Forget the flags of retired requests (no one else holds them any more).
+      if (live_.size() >= prune_at_) {
+        std::erase_if(live_, [](const auto& flag) { return flag.use_count() == 1; });
+        prune_at_ = std::max<size_t>(64, 2 * live_.size());
+      }
+      live_.push_back(std::move(cancelled));
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --pending_;
+      }
+      if (item.on_rejected) item.on_rejected(id.status());
+    }
+  }
+  items->clear();
+}
+
+void EngineLoop::Run() {
+  std::deque<Item> items;
+  bool stop_seen = false;
+  for (;;) {
+    bool cancel_all = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock,
+               [&] { return stopping_ || cancel_all_ || !inbox_.empty() || !engine_->idle(); });
+      items.swap(inbox_);
+      stop_seen = stopping_;
+      cancel_all = cancel_all_;
+      cancel_all_ = false;
+    }
+    if (stop_seen) {
+      // Refuse what has not started and cancel the rest; step until every request is retired.
+      for (Item& item : items) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          --pending_;
+        }
+        if (item.on_rejected) item.on_rejected(Internal("the server is shutting down"));
+      }
+      items.clear();
+      for (const auto& flag : live_) flag->store(true);
+      while (!engine_->idle()) {
+        const Status s = engine_->Step();
+        if (!s.ok()) {
+          std::fprintf(stderr, "engine: %s\n", s.ToString().c_str());
+          break;
+        }
+      }
+      return;
+    }
+    AddInbox(&items);
+    if (cancel_all) {
+      for (const auto& flag : live_) flag->store(true);
+    }
+    if (engine_->idle()) continue;
+    const Status s = engine_->Step();
+    if (!s.ok()) std::fprintf(stderr, "engine step failed: %s\n", s.ToString().c_str());
+    const engine::EngineStats stats = engine_->stats();
+    std::lock_guard<std::mutex> lock(mu_);
+    snapshot_.stats = stats;
+  }
+}
+
+}  // namespace deepinfer::server

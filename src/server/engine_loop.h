@@ -1,0 +1,84 @@
+// EngineLoop: the engine on its own thread, fed from any thread.
+//
+// The engine is single-threaded (engine.h): only this loop calls Add and Step. Submit puts a
+// request in an inbox under a mutex and wakes the loop (condition variable); the loop adds the
+// inbox requests, then steps while work exists, and sleeps when idle. Requests' on_output
+// callbacks run on the loop thread: they must only hand results over (server/generation.h posts
+// them to the connection's executor). Cancel through Request::cancelled from anywhere.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "engine/request.h"
+
+namespace deepinfer::server {
+
+struct EngineLoopOptions {
+  // Most requests in the server at once (queued in the inbox, waiting or running in the engine);
+  // Submit beyond it answers ResourceExhausted (HTTP 429).
+  int64_t max_pending = 256;
+};
+
+// What /metrics shows of the engine; refreshed by the loop after every step.
+struct EngineSnapshot {
+  engine::EngineStats stats;
+  int64_t pending = 0;  // submitted and not finished
+};
+
+class EngineLoop {
+ public:
+  EngineLoop(engine::Engine* engine, EngineLoopOptions options);
+  ~EngineLoop();  // Stop()
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  void Start();
+  // Cancels every request, runs the engine until it has retired them (so that every output
+  // callback has been destroyed), and joins the thread. Idempotent.
+  void Stop();
+
+  // Queues a request. on_rejected runs on the loop thread if Engine::Add refuses it (nothing of
+  // it then reaches on_output). Returns ResourceExhausted when max_pending requests are in the
+  // server, Internal after Stop.
+  Status Submit(engine::Request request, std::function<void(const Status&)> on_rejected);
+
+  // Cancels every request in the engine (any thread); they finish with kAbort.
+  void CancelAll();
+
+  EngineSnapshot Snapshot() const;
+  int64_t pending() const;
+
+ private:
+  struct Item {
+    engine::Request request;
+    std::function<void(const Status&)> on_rejected;
+  };
+  void Run();
+  void AddInbox(std::deque<Item>* items);
+
+  engine::Engine* engine_;
+  EngineLoopOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> inbox_;
+  bool stopping_ = false;
+  bool cancel_all_ = false;
+  bool started_ = false;
+  // Cancel flags of the requests added to the engine (loop thread only; pruned as they retire).
+  std::vector<std::shared_ptr<std::atomic<bool>>> live_;
+  size_t prune_at_ = 64;
+  int64_t pending_ = 0;  // guarded by mu_
+  EngineSnapshot snapshot_;
+  std::thread thread_;
+};
+
+}  // namespace deepinfer::server

@@ -1,0 +1,109 @@
+#include "server/generation.h"
+
+#include <random>
+#include <utility>
+
+#include "tokenizer/streaming_detokenizer.h"
+
+namespace deepinfer::server {
+
+void GenerationChannel::Push(GenEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(event));
+  }
+  net::post(timer_.get_executor(), [self = shared_from_this()] { self->timer_.cancel(); });
+}
+
+net::awaitable<std::vector<GenEvent>> GenerationChannel::Next() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!events_.empty()) {
+        std::vector<GenEvent> out;
+        out.swap(events_);
+        co_return out;
+      }
+    }
+    // Wake-ups are posted to this executor after the event is stored, so one cannot slip in
+    // between the check above and the wait below.
+    timer_.expires_at(net::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+}
+
+void GenerationChannel::Cancel() {
+  for (const auto& flag : cancel_flags) flag->store(true);
+}
+
+namespace {
+
+// The text side of one engine request, used on the engine thread only.
+struct TextState {
+  explicit TextState(tokenizer::StreamingDetokenizer d) : detok(std::move(d)) {}
+  tokenizer::StreamingDetokenizer detok;
+  std::string text;  // decoded since the last delivery
+};
+
+}  // namespace
+
+Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
+                        GenerationSpec spec, const std::shared_ptr<GenerationChannel>& channel) {
+  if (spec.n > 1 && !spec.params.seed) {
+    // One seed for all samples: they differ by sample_index (the engine's random stream key).
+    spec.params.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
+  }
+  for (int i = 0; i < spec.n; ++i) {
+    DI_ASSIGN_OR_RETURN(auto detok, tokenizer::StreamingDetokenizer::Create(
+                                        tok, spec.params.stop, spec.skip_special_tokens));
+    auto state = std::make_shared<TextState>(std::move(detok));
+    engine::Request r;
+    r.prompt = spec.prompt;
+    r.params = spec.params;
+    r.sample_index = i;
+    r.stop_check = [state](std::span<const int32_t> output) {
+      auto piece = state->detok.Push(output.back());
+      if (piece.ok()) state->text += *piece;
+      return state->detok.stopped();
+    };
+    r.on_output = [state, channel, i, eos_id](const engine::RequestOutput& o) {
+      GenEvent e;
+      e.index = i;
+      e.tokens = o.new_tokens;
+      e.samples = o.samples;
+      e.finished = o.finished;
+      e.error = o.error;
+      e.n_output = o.n_output;
+      e.prefix_hit_tokens = o.prefix_hit_tokens;
+      e.seed = o.seed;
+      if (o.finished) {
+        if (state->detok.stopped()) {
+          e.matched_stop = state->detok.matched_stop();
+        } else {
+          state->text += state->detok.Finish();
+          e.ended_by_eos = *o.finished == engine::FinishReason::kStop && !o.new_tokens.empty() &&
+                           o.new_tokens.back() == eos_id;
+        }
+      }
+      e.text = std::move(state->text);
+      state->text.clear();
+      channel->Push(std::move(e));
+    };
+    channel->cancel_flags.push_back(r.cancelled);
+    const Status s = loop->Submit(std::move(r), [channel, i](const Status& error) {
+      GenEvent e;
+      e.index = i;
+      e.rejected = true;
+      e.error = error;
+      channel->Push(std::move(e));
+    });
+    if (!s.ok()) {
+      channel->Cancel();
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace deepinfer::server

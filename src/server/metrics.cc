@@ -1,0 +1,116 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace deepinfer::server {
+namespace {
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+void Gauge(const char* name, const char* help, double v, std::string* out) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name +
+          " " + Num(v) + "\n";
+}
+
+void Counter(const char* name, const char* help, double v, std::string* out) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name +
+          " " + Num(v) + "\n";
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::Observe(double v) {
+  size_t b = 0;
+  while (b < bounds_.size() && v > bounds_[b]) ++b;
+  ++counts_[b];
+  sum_ += v;
+  ++count_;
+}
+
+void Histogram::Render(const std::string& name, const std::string& help, std::string* out) const {
+  *out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  int64_t cumulative = 0;
+  for (size_t b = 0; b < bounds_.size(); ++b) {
+    cumulative += counts_[b];
+    *out += name + "_bucket{le=\"" + Num(bounds_[b]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  cumulative += counts_.back();
+  *out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+  *out += name + "_sum " + Num(sum_) + "\n" + name + "_count " + std::to_string(count_) + "\n";
+}
+
+Metrics::Metrics()
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
+      tpot_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
+      e2e_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}) {}
+
+void Metrics::CountRequest(const std::string& route, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_[{route, status}];
+}
+
+void Metrics::ObserveGeneration(double ttft_s, double e2e_s, int64_t prompt_tokens,
+                                int64_t completion_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  prompt_tokens_ += prompt_tokens;
+  generation_tokens_ += completion_tokens;
+  e2e_.Observe(e2e_s);
+  if (completion_tokens > 0) ttft_.Observe(ttft_s);
+  if (completion_tokens > 1) tpot_.Observe((e2e_s - ttft_s) / (completion_tokens - 1));
+}
+
+std::string Metrics::Render(const EngineSnapshot& engine) const {
+  std::string out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out += "# HELP deepinfer_requests_total HTTP requests by route and status\n";
+  out += "# TYPE deepinfer_requests_total counter\n";
+  for (const auto& [key, n] : requests_) {
+    out += "deepinfer_requests_total{route=\"" + key.first + "\",status=\"" +
+           std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+  }
+  Counter("deepinfer_prompt_tokens_total", "prompt tokens of finished generations",
+          static_cast<double>(prompt_tokens_), &out);
+  Counter("deepinfer_generation_tokens_total", "generated tokens of finished generations",
+          static_cast<double>(generation_tokens_), &out);
+  ttft_.Render("deepinfer_time_to_first_token_seconds", "arrival to the first generated token",
+               &out);
+  tpot_.Render("deepinfer_time_per_output_token_seconds", "mean time per token after the first",
+               &out);
+  e2e_.Render("deepinfer_e2e_request_latency_seconds", "arrival to the last token", &out);
+  const engine::EngineStats& s = engine.stats;
+  Gauge("deepinfer_requests_running", "sequences running in the engine",
+        static_cast<double>(s.running), &out);
+  Gauge("deepinfer_requests_waiting", "sequences waiting in the engine",
+        static_cast<double>(s.waiting), &out);
+  Gauge("deepinfer_requests_pending", "engine requests in the server (inbox, waiting, running)",
+        static_cast<double>(engine.pending), &out);
+  Gauge("deepinfer_kv_pages_capacity", "KV pages in the pool", static_cast<double>(s.kv.capacity),
+        &out);
+  Gauge("deepinfer_kv_pages_used", "KV pages held by sequences", static_cast<double>(s.kv.used),
+        &out);
+  Gauge("deepinfer_kv_pages_cached", "KV pages kept for prefix reuse",
+        static_cast<double>(s.kv.cached), &out);
+  Gauge("deepinfer_kv_pages_free", "KV pages free", static_cast<double>(s.kv.free), &out);
+  Counter("deepinfer_prefix_cache_queries_total", "prompt blocks looked up in the prefix cache",
+          static_cast<double>(s.kv.prefix_queries), &out);
+  Counter("deepinfer_prefix_cache_hits_total", "prompt blocks found in the prefix cache",
+          static_cast<double>(s.kv.prefix_hits), &out);
+  Gauge("deepinfer_prefix_cache_hit_rate", "prefix cache hits / queries",
+        s.kv.prefix_queries > 0
+            ? static_cast<double>(s.kv.prefix_hits) / static_cast<double>(s.kv.prefix_queries)
+            : 0.0,
+        &out);
+  Counter("deepinfer_engine_steps_total", "engine steps", static_cast<double>(s.steps), &out);
+  Counter("deepinfer_engine_preemptions_total", "sequences preempted by recompute",
+          static_cast<double>(s.preemptions), &out);
+  return out;
+}
+
+}  // namespace deepinfer::server

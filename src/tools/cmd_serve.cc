@@ -1,0 +1,131 @@
+// `deepinfer serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+//  [--served-model-name NAME] [engine flags]`: the OpenAI- and Anthropic-compatible HTTP server
+// (docs/server.md). Binds loopback by default; --api-key or DEEPINFER_API_KEY turns on Bearer
+// auth for every route but /health. SIGINT / SIGTERM drain in-flight requests and exit 0.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "server/engine_loop.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/server_context.h"
+#include "tools/cli.h"
+#include "tools/engine_setup.h"
+
+namespace deepinfer::tools {
+namespace {
+
+struct ServeArgs {
+  std::string model_dir;
+  std::string tokenizer_dir;
+  std::string served_name;
+  server::ServerOptions server;
+  std::string max_body = "8M";
+  int64_t max_pending = 256;
+  EngineFlags engine;
+};
+
+// A model folder made by scripts/default-model.sh carries a RANDOM_WEIGHTS note.
+void WarnIfRandom(const std::string& model_dir) {
+  std::ifstream note(model_dir + "/RANDOM_WEIGHTS");
+  if (!note) return;
+  std::string line;
+  std::getline(note, line);
+  std::fprintf(stderr,
+               "deepinfer serve: NOTE: this model has RANDOM weights (%s); its output is "
+               "meaningless text. It exists to exercise the server end to end.\n",
+               line.c_str());
+}
+
+std::string CurlExample(const std::string& url, const std::string& model, bool auth) {
+  std::string s = "curl " + url + "/v1/chat/completions -H 'Content-Type: application/json'";
+  if (auth) s += " -H \"Authorization: Bearer $DEEPINFER_API_KEY\"";
+  s += " -d '{\"model\": \"" + model +
+       "\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}], \"max_tokens\": 32}'";
+  return s;
+}
+
+Status RunServe(ServeArgs& a) {
+  if (a.server.api_key.empty()) {
+    if (const char* env = std::getenv("DEEPINFER_API_KEY")) a.server.api_key = env;
+  }
+  DI_ASSIGN_OR_RETURN(a.server.max_body_bytes, ParseBytes(a.max_body));
+  WarnIfRandom(a.model_dir);
+  std::fprintf(stderr, "deepinfer serve: loading %s\n", a.model_dir.c_str());
+  DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
+  if (!e.tokenizer) {
+    return InvalidArgument(
+        "serve needs a tokenizer: the model folder has no tokenizer.json "
+        "(give --tokenizer DIR)");
+  }
+  server::EngineLoopOptions lo;
+  lo.max_pending = a.max_pending;
+  server::EngineLoop loop(e.engine.get(), lo);
+  server::Metrics metrics;
+  server::ServerContext ctx;
+  ctx.loop = &loop;
+  ctx.tokenizer = e.tokenizer.get();
+  ctx.metrics = &metrics;
+  ctx.model_name = a.served_name.empty()
+                       ? std::filesystem::path(a.model_dir).lexically_normal().filename().string()
+                       : a.served_name;
+  if (ctx.model_name.empty()) ctx.model_name = "deepinfer";
+  ctx.max_context = e.runner->max_positions();
+  ctx.vocab_size = e.runner->vocab_size();
+  ctx.eos_id = e.runner->eos_token_id();
+  ctx.created = static_cast<int64_t>(std::time(nullptr));
+  const bool auth = !a.server.api_key.empty();
+  a.server.on_listening = [&](const std::string& host, uint16_t port) {
+    const std::string url = "http://" + host + ":" + std::to_string(port);
+    std::printf("deepinfer serve: listening on %s (model \"%s\", context %lld tokens%s)\n",
+                url.c_str(), ctx.model_name.c_str(), static_cast<long long>(ctx.max_context),
+                auth ? ", API key required" : "");
+    std::printf("try:\n  %s\n", CurlExample(url, ctx.model_name, auth).c_str());
+    std::fflush(stdout);
+  };
+  loop.Start();
+  const Status s = server::Serve(ctx, a.server);  // stops the loop before returning
+  loop.Stop();
+  if (s.ok()) std::fprintf(stderr, "deepinfer serve: stopped\n");
+  return s;
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app, int* exit_code) {
+  CLI::App* cmd =
+      app.add_subcommand("serve", "OpenAI- and Anthropic-compatible HTTP server (docs/server.md)");
+  auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("--model", a->model_dir, "model folder (with tokenizer.json)")->required();
+  cmd->add_option("--tokenizer", a->tokenizer_dir, "tokenizer folder (default: the model folder)");
+  cmd->add_option("--host", a->server.host, "address to bind (default 127.0.0.1)");
+  cmd->add_option("--port", a->server.port, "port (0 = any free port)");
+  cmd->add_option("--api-key", a->server.api_key,
+                  "require this Bearer key on every route but /health (or DEEPINFER_API_KEY)");
+  cmd->add_option("--served-model-name", a->served_name,
+                  "model name in the API (default: the model folder's name)");
+  cmd->add_option("--max-pending", a->max_pending,
+                  "most requests in the server at once; more get 429")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-body", a->max_body,
+                  "largest request body (bytes, or 512K, 8M); more get 413");
+  cmd->add_option("--drain-timeout", a->server.drain_timeout_s,
+                  "seconds to let in-flight requests finish on SIGTERM before cancelling them");
+  AddEngineFlags(cmd, &a->engine);
+  cmd->callback([a, exit_code] {
+    const Status s = RunServe(*a);
+    if (!s.ok()) {
+      std::fprintf(stderr, "serve: %s\n", s.ToString().c_str());
+      *exit_code = 1;
+      return;
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace deepinfer::tools

@@ -80,6 +80,16 @@ StatusOr<uint64_t> Engine::Add(Request request) {
   seq->seed = request.params.seed ? *request.params.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull;
   seq->tokens = request.prompt;
   seq->prompt_len = len;
+  if (request.grammar) {
+    if (request.grammar->vocabulary().size() != vocab) {
+      return InvalidArgument("the grammar was compiled for a vocabulary of " +
+                             std::to_string(request.grammar->vocabulary().size()) +
+                             " tokens, the model has " + std::to_string(vocab));
+    }
+    if (!request.grammar_start_token) {
+      seq->matcher = std::make_unique<structured::GrammarMatcher>(request.grammar);
+    }
+  }
   seq->history.AddPrompt(request.prompt);
   seq->request = std::move(request);
   Sequence* raw = seq.get();
@@ -118,6 +128,14 @@ std::optional<FinishReason> Engine::Append(Sequence* seq, const SampleResult& sa
   seq->tokens.push_back(t);
   seq->history.Append(t);
   ++tokens_generated_;
+  if (seq->matcher) {
+    // The mask allowed it, so the matcher accepts it (checked: a violation is a bug).
+    CHECK(seq->matcher->AcceptToken(t)) << "sampled token " << t << " outside the grammar";
+    // A finished grammar (its stop token accepted) ends the output even with ignore_eos.
+    if (seq->matcher->IsTerminated()) return FinishReason::kStop;
+  } else if (seq->request.grammar && t == *seq->request.grammar_start_token) {
+    seq->matcher = std::make_unique<structured::GrammarMatcher>(seq->request.grammar);
+  }
   const SamplingParams& sp = seq->request.params;
   const int64_t n_out = seq->n_output();
   if (n_out >= sp.min_tokens) {
@@ -189,14 +207,29 @@ void Engine::HandleCancels() {
   for (Sequence* seq : cancelled) Finish(seq, FinishReason::kAbort);
 }
 
-Status Engine::RunForward(const std::vector<RunnerInput>& inputs, std::vector<float>* logits,
-                          std::vector<Sequence*>* stopped) {
-  if (!options_.async_schedule) return runner_->Forward(inputs, logits);
-  // The forward call on a worker thread; the previous step's deliveries meanwhile.
+void Engine::FillMasks(const ScheduledBatch& batch) {
+  for (const ScheduledEntry& e : batch.entries) {
+    Sequence* seq = e.seq;
+    if (!seq->matcher || seq->finish || e.n_tokens != seq->remaining()) continue;
+    seq->mask.assign(static_cast<size_t>(seq->matcher->n_words()), 0);
+    seq->matcher->FillNextTokenBitmask(seq->mask.data());
+  }
+}
+
+Status Engine::RunForward(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
+                          std::vector<float>* logits, std::vector<Sequence*>* stopped) {
+  if (!options_.async_schedule) {
+    FillMasks(batch);
+    return runner_->Forward(inputs, logits);
+  }
+  // The forward call on a worker thread; meanwhile the grammar masks of the rows it will
+  // sample (their matchers already hold every earlier token) and the previous step's
+  // deliveries.
   std::future<Status> forward = std::async(std::launch::async, [this, &inputs, logits] {
     return runner_->Forward(inputs, logits);
   });
   *stopped = DeliverPending();
+  FillMasks(batch);
   return forward.get();
 }
 
@@ -234,7 +267,7 @@ Status Engine::Step() {
   }
   std::vector<float> logits;
   std::vector<Sequence*> stopped;
-  const Status fs = RunForward(inputs, &logits, &stopped);
+  const Status fs = RunForward(batch, inputs, &logits, &stopped);
   // Sequences a stop string ended while the call ran: retire them now, ignore their results.
   for (Sequence* seq : stopped) Retire(seq);
   if (!fs.ok()) {
@@ -269,17 +302,26 @@ Status Engine::Step() {
     r.sample_index = seq->request.sample_index;
     r.position = static_cast<int64_t>(seq->tokens.size());
     r.suppressed = suppressed[i];
+    if (seq->matcher) r.allowed_bits = seq->mask.data();
     rows.push_back(r);
     row_seq.push_back(seq);
   }
   std::vector<SampleResult> samples(rows.size());
-  const Status ss = SampleBatch(rows, vocab, samples, pool_);
-  if (!ss.ok()) {
-    for (Sequence* seq : row_seq) Finish(seq, FinishReason::kError, ss);
-    return Status::Ok();
+  std::vector<Status> row_status(rows.size());
+  if (!SampleBatch(rows, vocab, samples, pool_).ok()) {
+    // Some row failed (e.g. a grammar left no token): find which, the others go on.
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const SampleRow& r = rows[k];
+      row_status[k] = SampleOne(r.logits, vocab, *r.params, *r.history, r.seed, r.sample_index,
+                                r.position, r.allowed_bits, r.suppressed, &samples[k]);
+    }
   }
   for (size_t k = 0; k < row_seq.size(); ++k) {
     Sequence* seq = row_seq[k];
+    if (!row_status[k].ok()) {
+      Finish(seq, FinishReason::kError, row_status[k]);
+      continue;
+    }
     const std::optional<FinishReason> fin = Append(seq, samples[k]);
     pending_.push_back({sequences_.at(seq->id), std::move(samples[k]), seq->n_output(), fin});
     if (fin) {

@@ -95,8 +95,10 @@ class Engine {
   // Runs the stop-string checks and callbacks of pending_; returns the sequences a stop string
   // ended (to retire once no forward call uses them).
   std::vector<Sequence*> DeliverPending();
-  Status RunForward(const std::vector<RunnerInput>& inputs, std::vector<float>* logits,
-                    std::vector<Sequence*>* stopped);
+  // Grammar masks of the entries that sample this step.
+  void FillMasks(const ScheduledBatch& batch);
+  Status RunForward(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
+                    std::vector<float>* logits, std::vector<Sequence*>* stopped);
 
   ModelRunner* runner_;
   EngineOptions options_;

@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/sampling_params.h"
+#include "structured/compiled_grammar.h"
 
 namespace deepinfer::engine {
 
@@ -45,6 +46,11 @@ struct Request {
   // appended token with the output so far: returns true when the output must end after its
   // last token (honoured from min_tokens on).
   std::function<bool(std::span<const int32_t> output)> stop_check;
+  // Structured output: every sampled token must keep the output inside this grammar (its
+  // vocabulary is the model's). With grammar_start_token set (thinking mode: the id of
+  // `</think>`), the constraint starts after that token has been generated.
+  std::shared_ptr<const structured::CompiledGrammar> grammar;
+  std::optional<int32_t> grammar_start_token;
   // Set (from any thread) to cancel; the engine finishes the request with kAbort at its next
   // step and frees its pages.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);

@@ -14,6 +14,7 @@
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/sampling/token_history.h"
+#include "structured/grammar_matcher.h"
 
 namespace deepinfer::engine {
 
@@ -34,6 +35,10 @@ struct Sequence {
   int64_t registered_blocks = 0;           // blocks registered in the prefix cache
   std::unique_ptr<RunnerSequence> runner;  // null while waiting
   TokenHistory history;
+  // Structured output: the matcher once the constraint is active (from the start, or after
+  // the request's grammar_start_token), and the mask of the next token.
+  std::unique_ptr<structured::GrammarMatcher> matcher;
+  std::vector<uint32_t> mask;
   int64_t prefix_hit_tokens = 0;
   int preemptions = 0;
   std::optional<FinishReason> finish;

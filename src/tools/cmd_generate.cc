@@ -1,7 +1,9 @@
 // `deepinfer generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3 | --batch FILE.jsonl)`:
 // runs requests through the engine (continuous batching, chunked prefill, prefix cache).
 //   single prompt: streams the text (or ids) and prints prefill / decode speed;
-//   --batch FILE:  each line {"prompt": …} or {"prompt_ids": […]} plus sampling fields; one
+//   --batch FILE:  each line {"prompt": …} or {"prompt_ids": […]} plus sampling fields, an
+//                  optional "priority", structured outputs ("response_format", "regex" or
+//                  "grammar"; "thinking": true starts the constraint after </think>); one
 //                  output line per input line, in input order:
 //                  {"index", "ids", "text", "finish_reason", "seed", "prompt_tokens",
 //                   "cached_tokens"} or {"index", "error"} for a line that was refused.

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "tokenizer/chat/chat_tokens.h"
 #include "tokenizer/engram_token_map.h"
 
 namespace deepinfer::tools {
@@ -68,7 +69,25 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   eo.scheduler.max_batch_tokens = flags.max_batch_tokens;
   eo.prefix_cache = flags.prefix_cache == "on";
   DI_ASSIGN_OR_RETURN(e.engine, engine::Engine::Create(e.runner.get(), eo, &e.model->pool()));
+  if (e.tokenizer) {
+    DI_ASSIGN_OR_RETURN(e.structured,
+                        StructuredOutputs::Create(*e.tokenizer, e.model->config().vocab_size));
+  }
   return e;
+}
+
+Status AttachGrammar(const LoadedEngine& e, const nlohmann::json& body, bool thinking,
+                     engine::Request* request) {
+  const bool any = (body.contains("response_format") && !body["response_format"].is_null()) ||
+                   body.contains("regex") || body.contains("grammar");
+  if (!any) return Status::Ok();
+  if (!e.structured) return InvalidArgument("structured outputs need the model's tokenizer");
+  DI_ASSIGN_OR_RETURN(request->grammar, e.structured->FromRequest(body));
+  if (request->grammar && thinking) {
+    DI_ASSIGN_OR_RETURN(request->grammar_start_token,
+                        e.tokenizer->AddedTokenId(tokenizer::kThinkEndText));
+  }
+  return Status::Ok();
 }
 
 Status AttachTextStream(const tokenizer::Tokenizer* tok, engine::Request* request,

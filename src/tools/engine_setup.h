@@ -14,6 +14,7 @@
 #include "model/deepseek_v41/model.h"
 #include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/structured_request.h"
 
 namespace deepinfer::tools {
 
@@ -37,6 +38,7 @@ struct LoadedEngine {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<engine::DeepSeekRunner> runner;
   std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<StructuredOutputs> structured;  // with a tokenizer only
 };
 
 StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::string& tokenizer_dir,
@@ -48,6 +50,11 @@ struct TextStream {
   std::string text;
   bool stop_string_hit = false;
 };
+
+// Sets request->grammar from the structured-output fields of `body` (structured_request.h);
+// `thinking`: the constraint starts after `</think>`.
+Status AttachGrammar(const LoadedEngine& e, const nlohmann::json& body, bool thinking,
+                     engine::Request* request);
 
 // Wires `stream` into `request` (stop strings, text accumulation); with no tokenizer, stop
 // strings are an error.

@@ -23,7 +23,8 @@ const std::set<std::string>& KnownFields() {
       "seed",         "n",               "stop",              "stop_token_ids",
       "ignore_eos",   "min_tokens",      "presence_penalty",  "frequency_penalty",
       "repetition_penalty", "logit_bias", "logprobs",         "top_logprobs",
-      "prompt_logprobs"};
+      "prompt_logprobs", "response_format", "regex",          "grammar",
+      "thinking"};
   return known;
 }
 
@@ -68,6 +69,12 @@ StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& li
       r.prompt.push_back(v.get<int32_t>());
     }
   }
+  bool thinking = false;
+  if (j.contains("thinking")) {
+    if (!j["thinking"].is_boolean()) return InvalidArgument("thinking must be a boolean");
+    thinking = j["thinking"].get<bool>();
+  }
+  DI_RETURN_IF_ERROR(AttachGrammar(e, nlohmann::json::parse(line), thinking, &r));
   job->text = std::make_shared<TextStream>();
   DI_RETURN_IF_ERROR(AttachTextStream(e.tokenizer.get(), &r, job->text));
   return r;

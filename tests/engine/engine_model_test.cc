@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,74 @@ TEST_F(EngineModelTest, PreemptionChangesNoOutput) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(tight[i].ids, roomy[i].ids) << "request " << i;
     EXPECT_EQ(tight[i].logprob_bits, roomy[i].logprob_bits) << "request " << i;
+  }
+}
+
+// The Thinking Machines experiment: 100 identical requests under concurrency (mixed with other
+// traffic, chunked at several sizes, admitted at different steps so their batches differ) give
+// one unique completion, at temperature 0 and seeded at temperature 1.
+TEST_F(EngineModelTest, HundredIdenticalRequestsGiveOneCompletion) {
+  const auto prompts = Prompts(1, 21);
+  const auto noise = Prompts(20, 22);
+  for (const float temperature : {0.0f, 1.0f}) {
+    DeepSeekRunnerOptions ro;
+    ro.index_key_mode = model::IndexKeyMode::kOwner;
+    ro.page_tokens = 8;
+    auto runner = DeepSeekRunner::Create(model_, ro);
+    ASSERT_TRUE(runner.ok());
+    EngineOptions eo;
+    eo.kv_budget_bytes = int64_t{128} << 20;
+    eo.scheduler.max_running = 64;
+    eo.scheduler.prefill_chunk = 5;
+    eo.scheduler.max_batch_tokens = 96;
+    auto engine = Engine::Create(runner->get(), eo, &model_->pool());
+    ASSERT_TRUE(engine.ok());
+    std::vector<Out> outs(100), noise_outs(noise.size());
+    std::mt19937 rng(3);
+    size_t next = 0, next_noise = 0;
+    while (next < outs.size() || !(*engine)->idle()) {
+      // A few requests of each kind enter at every step.
+      for (int k = 0; k < 7 && next < outs.size(); ++k, ++next) {
+        Request r;
+        r.prompt = prompts[0];
+        r.params.temperature = temperature;
+        r.params.seed = 1234;  // same seed: the same random stream for every copy
+        r.params.max_tokens = 8;
+        r.params.ignore_eos = true;
+        r.params.logprobs = true;
+        Out* o = &outs[next];
+        r.on_output = [o](const RequestOutput& ro) {
+          o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+          for (const SampleResult& s : ro.samples) {
+            uint32_t bits;
+            std::memcpy(&bits, &s.logprob, 4);
+            o->logprob_bits.push_back(bits);
+          }
+        };
+        ASSERT_TRUE((*engine)->Add(std::move(r)).ok());
+      }
+      if (next_noise < noise.size() && rng() % 2) {
+        Request r;
+        r.prompt = noise[next_noise];
+        r.params.temperature = 1.0f;
+        r.params.max_tokens = 1 + rng() % 12;
+        Out* o = &noise_outs[next_noise++];
+        r.on_output = [o](const RequestOutput& ro) {
+          o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+        };
+        ASSERT_TRUE((*engine)->Add(std::move(r)).ok());
+      }
+      ASSERT_TRUE((*engine)->Step().ok());
+    }
+    std::set<std::vector<int32_t>> unique_ids;
+    std::set<std::vector<uint32_t>> unique_logprobs;
+    for (const Out& o : outs) {
+      EXPECT_EQ(o.ids.size(), 8u);
+      unique_ids.insert(o.ids);
+      unique_logprobs.insert(o.logprob_bits);
+    }
+    EXPECT_EQ(unique_ids.size(), 1u) << "temperature " << temperature;
+    EXPECT_EQ(unique_logprobs.size(), 1u) << "temperature " << temperature;
   }
 }
 

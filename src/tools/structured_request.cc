@@ -1,0 +1,57 @@
+#include "tools/structured_request.h"
+
+#include <string>
+
+#include "structured/vocabulary.h"
+
+namespace deepinfer::tools {
+
+StatusOr<std::unique_ptr<StructuredOutputs>> StructuredOutputs::Create(
+    const tokenizer::Tokenizer& tok, int64_t model_vocab) {
+  DI_ASSIGN_OR_RETURN(auto vocab,
+                      structured::Vocabulary::FromTokenizer(tok, static_cast<int32_t>(model_vocab)));
+  auto s = std::unique_ptr<StructuredOutputs>(new StructuredOutputs());
+  s->compiler_ = std::make_unique<structured::GrammarCompiler>(std::move(vocab));
+  return s;
+}
+
+StatusOr<std::shared_ptr<const structured::CompiledGrammar>> StructuredOutputs::FromRequest(
+    const nlohmann::json& body) {
+  const bool rf = body.contains("response_format") && !body["response_format"].is_null();
+  const bool re = body.contains("regex") && !body["regex"].is_null();
+  const bool gr = body.contains("grammar") && !body["grammar"].is_null();
+  if (rf + re + gr > 1) {
+    return InvalidArgument("give at most one of response_format, regex and grammar");
+  }
+  if (re) {
+    if (!body["regex"].is_string()) return InvalidArgument("regex must be a string");
+    return compiler_->CompileRegex(body["regex"].get<std::string>());
+  }
+  if (gr) {
+    if (!body["grammar"].is_string()) return InvalidArgument("grammar must be a string (EBNF)");
+    return compiler_->CompileEbnf(body["grammar"].get<std::string>());
+  }
+  if (!rf) return std::shared_ptr<const structured::CompiledGrammar>();
+  const nlohmann::json& f = body["response_format"];
+  if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
+    return InvalidArgument("response_format must be an object with a string \"type\"");
+  }
+  const std::string type = f["type"].get<std::string>();
+  if (type == "text") return std::shared_ptr<const structured::CompiledGrammar>();
+  if (type == "json_object") return compiler_->CompileJsonObject();
+  if (type == "json_schema") {
+    if (!f.contains("json_schema") || !f["json_schema"].is_object()) {
+      return InvalidArgument("response_format.json_schema must be an object");
+    }
+    const nlohmann::json& js = f["json_schema"];
+    if (!js.contains("schema")) return InvalidArgument("response_format.json_schema.schema is missing");
+    if (!js["schema"].is_object() && !js["schema"].is_boolean()) {
+      return InvalidArgument("response_format.json_schema.schema must be an object");
+    }
+    return compiler_->CompileJsonSchema(js["schema"].dump());
+  }
+  return InvalidArgument("response_format.type must be text, json_object or json_schema, got \"" +
+                         type + "\"");
+}
+
+}  // namespace deepinfer::tools

@@ -25,3 +25,10 @@ target_compile_definitions(tokenizer_roundtrip_replay PRIVATE
 add_test(NAME fuzz_replay.tokenizer_roundtrip
          COMMAND tokenizer_roundtrip_replay ${DEEPINFER_FUZZ_DIR}/corpus/tokenizer_roundtrip)
 set_tests_properties(fuzz_replay.tokenizer_roundtrip PROPERTIES LABELS tokenizer)
+
+add_executable(request_parser_replay ${DEEPINFER_FUZZ_DIR}/request_parser_fuzz.cc
+                                     ${DEEPINFER_FUZZ_DIR}/replay_main.cc)
+target_link_libraries(request_parser_replay PRIVATE deepinfer_server)
+add_test(NAME fuzz_replay.request_parser
+         COMMAND request_parser_replay ${DEEPINFER_FUZZ_DIR}/corpus/request_parser)
+set_tests_properties(fuzz_replay.request_parser PROPERTIES LABELS server)

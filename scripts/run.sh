@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The main job: install dependencies, build the release preset, and run deepinfer on the default
-# model. Until the server issue lands, the main job validates the bundled tiny V4.1 checkpoint
-# (../shared/fixtures/v41-tiny-a), prints its layout and layer roles, and generates from it.
+# The main job: install dependencies, build the release preset, make the bundled default model if
+# it is missing (scripts/default-model.sh: a small RANDOM-weight V4.1 checkpoint with the real
+# DeepSeek tokenizer, until a trained default model exists), and serve it with `deepinfer serve`
+# on http://127.0.0.1:8000 (OpenAI- and Anthropic-compatible API, docs/server.md). The server
+# prints a curl example at start-up; Ctrl-C stops it.
+#   DEEPINFER_MODEL=DIR serves another model folder; DEEPINFER_PORT, DEEPINFER_API_KEY as named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-MODEL="${DEEPINFER_MODEL:-../shared/fixtures/v41-tiny-a}"
-./build/release/deepinfer cpu-info
-./build/release/deepinfer inspect --model "$MODEL"
-# The fixture has no tokenizer, so the prompt is given as ids (its golden input's first tokens).
-./build/release/deepinfer generate --model "$MODEL" --prompt-ids 0,394,467,297,400,226,343,207 \
-    --max-tokens 16
+MODEL="${DEEPINFER_MODEL:-build/default-model}"
+[ -n "${DEEPINFER_MODEL:-}" ] || ./scripts/default-model.sh build/release/deepinfer "$MODEL"
+exec ./build/release/deepinfer serve --model "$MODEL" --port "${DEEPINFER_PORT:-8000}" \
+    --served-model-name "${DEEPINFER_MODEL_NAME:-deepinfer-default}" --kv-budget 1G

@@ -33,6 +33,16 @@ __attribute__((target("avx512f,avx512bf16"), noinline)) float PeakLoop(int64_t i
 
 }  // namespace
 
+double Bf16PeakGflopsOnce(int64_t iters) {
+  ThreadPool& pool = ThreadPool::Default();
+  std::vector<float> sink(pool.size() * 16);
+  const double t0 = NowSeconds();
+  pool.Run([&](int t) { sink[t * 16] = PeakLoop(iters); });
+  const double dt = NowSeconds() - t0;
+  benchmark::DoNotOptimize(sink.data());
+  return 64.0 * kPeakAcc * iters * pool.size() / dt * 1e-9;
+}
+
 double MeasureBf16PeakGflops() {
   ThreadPool& pool = ThreadPool::Default();
   std::vector<float> sink(pool.size() * 16);

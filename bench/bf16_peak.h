@@ -3,8 +3,14 @@
 // best of three runs.
 #pragma once
 
+#include <cstdint>
+
 namespace deepinfer::bench {
 
 double MeasureBf16PeakGflops();
+
+// One timed run of the same loop (iters x 24 instructions per thread), for pairing each timed
+// kernel call with a peak measurement taken right after it (robust to host load).
+double Bf16PeakGflopsOnce(int64_t iters);
 
 }  // namespace deepinfer::bench

@@ -2,11 +2,11 @@
 //
 // Panel GEMM (m > kGemvMaxRows): threads take 32-column units of N (one 32-row tile of W, so one
 // weight scale per K block) from a shared counter. Per unit the weights are decoded once over the
-// full K into an L2-resident bf16 panel [K/2][32] (327 KB at K = 5120); then for each 14-row tile
-// of A ([K/2][14] bf16 pairs, packed once per call) the MR14 x NR32 microkernel runs 28
+// full K into an L2-resident bf16 panel [K/2][32] (327 KB at K = 5120); then for each 7-row tile
+// of A ([K/2][7] bf16 pairs, packed once per call) the MR7 x NR32 microkernel runs 14
 // `vdpbf16ps` accumulators per K block, restarted every block and folded with one FMA by the block
-// scale into a contiguous 14x32 fp32 scratch tile in L1 (not into C rows 32 KB apart: L1 set
-// conflicts).
+// scale into 14 register totals, written once per tile to a 7x32 scratch tile in L1 (not into C
+// rows 32 KB apart: L1 set conflicts).
 
 #include <immintrin.h>
 
@@ -22,7 +22,10 @@ namespace deepinfer::kernels::fp8_internal {
 
 namespace {
 
-constexpr int kMr = 14;
+// 7 rows x 32 columns: 14 block accumulators + 14 running totals + 2 B registers + 1 broadcast
+// stay in the 32 zmm registers, so the per-block fold is a register FMA (no L1 scratch tile).
+// Measured against MR14 with the totals in an L1 scratch tile: ~20% faster, same bits.
+constexpr int kMr = 7;
 constexpr int kNr = 32;
 
 // Decodes the 32-row half h of panel p over all K into bp [K/2][32] bf16 pairs.
@@ -44,11 +47,13 @@ void ConvertHalfPanel(const PackedFp8Matrix& w, int64_t p, int h, uint32_t* bp) 
   }
 }
 
-// scratch[14][32] = Σ_b fma(blocksum_b, sw_b, ·) for one A tile and one B half-panel.
-// a: [K/2][14] pairs, bp: [K/2][32] pairs, sc: panel scales [kb][2] of half h.
+// scratch[7][32] = Σ_b fma(blocksum_b, sw_b, ·) for one A tile and one B half-panel.
+// a: [K/2][7] pairs, bp: [K/2][32] pairs, sc: panel scales [kb][2] of half h.
 void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int h, int64_t kb,
               float* scratch) {
-  for (int i = 0; i < kMr * kNr; i += 16) _mm512_store_ps(scratch + i, _mm512_setzero_ps());
+  __m512 tot[kMr][2];
+#pragma GCC unroll 14
+  for (int r = 0; r < kMr; ++r) tot[r][0] = tot[r][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < kb; ++b) {
     __m512 acc[kMr][2];
 #pragma GCC unroll 14
@@ -69,10 +74,14 @@ void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int h, int
     const __m512 sw = _mm512_set1_ps(sc[b * 2 + h]);
 #pragma GCC unroll 14
     for (int r = 0; r < kMr; ++r) {
-      float* t = scratch + r * kNr;
-      _mm512_store_ps(t, _mm512_fmadd_ps(acc[r][0], sw, _mm512_load_ps(t)));
-      _mm512_store_ps(t + 16, _mm512_fmadd_ps(acc[r][1], sw, _mm512_load_ps(t + 16)));
+      tot[r][0] = _mm512_fmadd_ps(acc[r][0], sw, tot[r][0]);
+      tot[r][1] = _mm512_fmadd_ps(acc[r][1], sw, tot[r][1]);
     }
+  }
+#pragma GCC unroll 14
+  for (int r = 0; r < kMr; ++r) {
+    _mm512_store_ps(scratch + r * kNr, tot[r][0]);
+    _mm512_store_ps(scratch + r * kNr + 16, tot[r][1]);
   }
 }
 

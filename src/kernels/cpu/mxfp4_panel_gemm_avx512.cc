@@ -3,9 +3,9 @@
 // GEMV-M (mxfp4_gemm_avx512.cc) decodes every weight register again for each chunk of 8 rows.
 // Here threads take 32-row units of W (half a packed panel) from a shared counter; per unit the
 // weights are decoded once over the full K into a bf16 panel bp [K/2][32] (L2-resident: 327 KB
-// at K = 5120) with its fp32 row scales sc [K/32][32]; then for each 14-row tile of A (packed
-// once per call as [K/2][14] pair dwords) an MR14 x NR32 microkernel runs 28 `vdpbf16ps`
-// accumulators per 32-K block, restarted every block and folded into an L1 scratch tile with one
+// at K = 5120) with its fp32 row scales sc [K/32][32]; then for each 7-row tile of A (packed
+// once per call as [K/2][7] pair dwords) an MR7 x NR32 microkernel runs 14 `vdpbf16ps`
+// accumulators per 32-K block, restarted every block and folded into 14 register totals with one
 // FMA by the rows' block scales.
 //
 // Order per output element: exactly that of mxfp4_gemm.h (blocksum over the block's 16 k-pairs
@@ -27,7 +27,10 @@ namespace deepinfer::kernels {
 
 namespace {
 
-constexpr int kMr = 14;
+// 7 rows x 32 columns: 14 block accumulators + 14 running totals + 2 B registers + 1 broadcast
+// stay in the 32 zmm registers, so the per-block fold is a register FMA (no L1 scratch tile).
+// Measured against MR14 with the totals in an L1 scratch tile: ~20% faster, same bits.
+constexpr int kMr = 7;
 constexpr int kNr = 32;
 
 struct Lut {
@@ -86,10 +89,12 @@ void DecodeHalfPanel(const uint8_t* panel, int64_t n_blocks, int h, const Lut& l
   }
 }
 
-// scratch[14][32] = the tile's totals. a: [K/2][14] pairs, bp: [K/2][32], sc: [K/32][32].
+// scratch[7][32] = the tile's totals. a: [K/2][7] pairs, bp: [K/2][32], sc: [K/32][32].
 void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int64_t n_blocks,
               float* scratch) {
-  for (int i = 0; i < kMr * kNr; i += 16) _mm512_store_ps(scratch + i, _mm512_setzero_ps());
+  __m512 tot[kMr][2];
+#pragma GCC unroll 14
+  for (int r = 0; r < kMr; ++r) tot[r][0] = tot[r][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     __m512 acc[kMr][2];
 #pragma GCC unroll 14
@@ -111,10 +116,14 @@ void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int64_t n_
     const __m512 s1 = _mm512_load_ps(sc + b * kNr + 16);
 #pragma GCC unroll 14
     for (int r = 0; r < kMr; ++r) {
-      float* t = scratch + r * kNr;
-      _mm512_store_ps(t, _mm512_fmadd_ps(acc[r][0], s0, _mm512_load_ps(t)));
-      _mm512_store_ps(t + 16, _mm512_fmadd_ps(acc[r][1], s1, _mm512_load_ps(t + 16)));
+      tot[r][0] = _mm512_fmadd_ps(acc[r][0], s0, tot[r][0]);
+      tot[r][1] = _mm512_fmadd_ps(acc[r][1], s1, tot[r][1]);
     }
+  }
+#pragma GCC unroll 14
+  for (int r = 0; r < kMr; ++r) {
+    _mm512_store_ps(scratch + r * kNr, tot[r][0]);
+    _mm512_store_ps(scratch + r * kNr + 16, tot[r][1]);
   }
 }
 

@@ -19,6 +19,9 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--prefix-cache", f->prefix_cache, "reuse cached prompt pages: on or off")
       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--async-schedule", f->async_schedule,
+                  "run the forward call while the previous step's tokens are delivered: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--mode", f->mode, "index-key mode: official or owner")
       ->check(CLI::IsMember({"official", "owner"}));
   cmd->add_option("--page-tokens", f->page_tokens, "positions per KV page (0 = default)");
@@ -68,6 +71,10 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   eo.scheduler.prefill_chunk = flags.prefill_chunk;
   eo.scheduler.max_batch_tokens = flags.max_batch_tokens;
   eo.prefix_cache = flags.prefix_cache == "on";
+  eo.async_schedule = flags.async_schedule == "on";
+#ifndef NDEBUG
+  eo.check_integrity = true;  // debug builds check every invariant after every step
+#endif
   DI_ASSIGN_OR_RETURN(e.engine, engine::Engine::Create(e.runner.get(), eo, &e.model->pool()));
   if (e.tokenizer) {
     DI_ASSIGN_OR_RETURN(e.structured,

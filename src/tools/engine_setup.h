@@ -24,6 +24,7 @@ struct EngineFlags {
   int64_t prefill_chunk = 512;
   int64_t max_batch_tokens = 2048;
   std::string prefix_cache = "on";
+  std::string async_schedule = "on";
   std::string mode = "official";  // index-key mode
   int64_t page_tokens = 0;        // 0 = default
 };

@@ -1,9 +1,12 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -212,29 +215,38 @@ class Server {
     signals_.cancel();
   }
 
-  // Answers 413 and closes after draining what the client still sends (so that it reads the
-  // answer instead of a reset).
-  net::awaitable<void> RejectTooLarge(beast::tcp_stream& stream, unsigned version, ApiStyle style) {
+  // Answers 413 and closes. A body of known length (up to 256 MiB) is read and dropped first,
+  // so that a client that sends its whole body before reading gets the answer, not a reset.
+  net::awaitable<void> RejectTooLarge(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                      std::optional<uint64_t> length, unsigned version,
+                                      ApiStyle style) {
+    beast::error_code ec;
+    if (length && *length <= (uint64_t{256} << 20)) {
+      uint64_t left = *length;
+      const uint64_t buffered = std::min<uint64_t>(left, buffer.size());
+      buffer.consume(buffered);
+      left -= buffered;
+      std::array<char, 65536> sink;
+      stream.expires_after(kBodyTimeout);
+      while (left > 0 && !ec) {
+        const size_t n = co_await stream.async_read_some(
+            net::buffer(sink.data(), std::min<uint64_t>(left, sink.size())),
+            net::redirect_error(net::use_awaitable, ec));
+        left -= std::min<uint64_t>(left, n);
+      }
+      if (ec) co_return;
+    }
     ApiError e;
     e.http_status = 413;
     e.message = "request body larger than " + std::to_string(options_.max_body_bytes) + " bytes";
     http::response<http::string_body> res{http::status::payload_too_large, version};
+    res.set(http::field::server, "deepinfer");
     res.set(http::field::content_type, "application/json");
     res.keep_alive(false);
     res.body() = DumpJson(ErrorBody(style, e));
     res.prepare_payload();
-    beast::error_code ec;
     stream.expires_after(kWriteTimeout);
     co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-    std::array<char, 65536> sink;
-    int64_t drained = 0;
-    stream.expires_after(5s);
-    while (!ec && drained < (int64_t{256} << 20)) {
-      const size_t n = co_await stream.async_read_some(net::buffer(sink),
-                                                       net::redirect_error(net::use_awaitable, ec));
-      drained += static_cast<int64_t>(n);
-    }
   }
 
   net::awaitable<void> Session(tcp::socket socket) {
@@ -246,7 +258,10 @@ class Server {
       if (draining_) break;
       http::request_parser<http::string_body> parser;
       parser.header_limit(64 * 1024);
-      parser.body_limit(static_cast<uint64_t>(options_.max_body_bytes));
+      // Beast would refuse a too large Content-Length while reading the header; the limit is set
+      // after it, so that the client gets a 413 (RejectTooLarge) instead of a closed connection.
+      // (Not boost::none: Boost 1.74 compares `length > none`, which is always true.)
+      parser.body_limit(std::numeric_limits<uint64_t>::max());
       stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(options_.idle_timeout_s)));
       idle_.insert(&stream);
@@ -260,7 +275,8 @@ class Server {
       const auto length = parser.content_length();
       if (length && *length > static_cast<uint64_t>(options_.max_body_bytes)) {
         ctx_.metrics->CountRequest(path, 413);
-        co_await RejectTooLarge(stream, parser.get().version(), style);
+        co_await RejectTooLarge(stream, buffer, std::optional<uint64_t>(*length),
+                                parser.get().version(), style);
         break;
       }
       if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
@@ -268,12 +284,13 @@ class Server {
         co_await http::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
         if (ec) break;
       }
+      parser.body_limit(static_cast<uint64_t>(options_.max_body_bytes));
       stream.expires_after(kBodyTimeout);
       co_await http::async_read(stream, buffer, parser,
                                 net::redirect_error(net::use_awaitable, ec));
       if (ec == http::error::body_limit) {
         ctx_.metrics->CountRequest(path, 413);
-        co_await RejectTooLarge(stream, parser.get().version(), style);
+        co_await RejectTooLarge(stream, buffer, std::nullopt, parser.get().version(), style);
         break;
       }
       if (ec) break;

@@ -1,0 +1,72 @@
+// Shared by the server end-to-end tests: starts `deepinfer serve` on a random loopback port
+// (--port 0; the URL is read from its start-up line), waits for /health, stops it with SIGTERM.
+// Environment (set by tests/server/server_tests.cmake): DEEPINFER_BIN, DEEPINFER_TEST_MODEL,
+// DEEPINFER_NPM_DIR (the npm --prefix holding openai and @anthropic-ai/sdk).
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+export const MODEL_NAME = 'test-model';
+
+export function requireSdk(name) {
+  const dir = process.env.DEEPINFER_NPM_DIR;
+  if (!dir) throw new Error('DEEPINFER_NPM_DIR is not set');
+  return createRequire(path.join(dir, 'node_modules', 'noop.js'))(name);
+}
+
+export async function startServer(extraArgs = [], extraEnv = {}) {
+  const bin = process.env.DEEPINFER_BIN;
+  const model = process.env.DEEPINFER_TEST_MODEL;
+  if (!bin || !model) throw new Error('DEEPINFER_BIN and DEEPINFER_TEST_MODEL must be set');
+  const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--served-model-name',
+                           MODEL_NAME, '--kv-budget', '512M', ...extraArgs],
+                     {env: {...process.env, DEEPINFER_THREADS: '2', ...extraEnv},
+                      stdio: ['ignore', 'pipe', 'pipe']});
+  let stdout = '', stderr = '';
+  proc.stderr.on('data', (d) => { stderr += d; });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({code, signal})));
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('server start timed out: ' + stderr)), 120000);
+    proc.stdout.on('data', (d) => {
+      stdout += d;
+      const m = stdout.match(/listening on (http:\/\/[0-9.]+:[0-9]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    exited.then(({code}) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
+  });
+  const health = await fetch(url + '/health');
+  if (health.status !== 200) throw new Error('health check failed: ' + health.status);
+  return {
+    url,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    // SIGTERM, then the exit status (the server drains and exits 0).
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+export async function postJson(url, body, headers = {}) {
+  const res = await fetch(url, {method: 'POST', headers: {'Content-Type': 'application/json', ...headers},
+                                body: typeof body === 'string' ? body : JSON.stringify(body)});
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return {status: res.status, headers: res.headers, json, text};
+}
+
+// Reads /metrics and returns the value of the first sample line starting with `name`.
+export async function metric(url, name) {
+  const text = await (await fetch(url + '/metrics')).text();
+  for (const line of text.split('\n')) {
+    if (line.startsWith(name + ' ') || line.startsWith(name + '{')) {
+      return Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+  }
+  return undefined;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -1,6 +1,8 @@
 // Whole-model benchmarks on a checkpoint at the released per-layer shapes (docs/performance.md):
-//   BM_Decode:  one batch-1 decode step after a 256-token prompt, paired with a plain read of the
-//               weight bytes the step streams (cost_model.h) -> pct_of_read = bandwidth bound use.
+//   BM_Decode:  one batch-1 decode step after a 256-token prompt (16: for phase profiles, where
+//               the prompt's prefill should not dominate the totals), paired with a plain read of
+//               the weight bytes the step streams (cost_model.h) -> pct_of_read = bandwidth bound
+//               use.
 //   BM_Prefill: a 2048-token prefill from position 0 -> GFLOP/s (cost_model.h) and pct_of_peak
 //               against the vdpbf16ps peak measured in the same process.
 // The model folder comes from DEEPINFER_BENCH_MODEL, e.g. one written by
@@ -68,7 +70,12 @@ void BM_Decode(benchmark::State& state) {
   });
   state.counters["weight_MB"] = static_cast<double>(bytes) / 1e6;
 }
-BENCHMARK(BM_Decode)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(16);
+BENCHMARK(BM_Decode)
+    ->Arg(16)
+    ->Arg(256)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(16);
 
 void BM_Prefill(benchmark::State& state) {
   Model* m = LoadBenchModel(state);

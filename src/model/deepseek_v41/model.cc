@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "core/bf16.h"
@@ -77,6 +78,7 @@ void Model::ApplyEngramLayer(int layer, const int64_t* hash_ids, int64_t rows,
 
 Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions& options,
                       ForwardOutput* out) const {
+  ScopedPhase phase_forward("forward");
   const ModelConfig& c = config_;
   const int64_t dim = c.dim, hc = c.hc_mult, vocab = c.vocab_size;
   BatchContext ctx;
@@ -116,6 +118,10 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   const int64_t rows = ctx.n_rows;
   ctx.topk.assign(layers_.size(), {});
 
+  // Phases of the whole call and of its parts outside the blocks (DEEPINFER_PROFILE=1), so that
+  // time outside every named phase shows up as forward minus the rest.
+  std::optional<ScopedPhase> phase_prologue;
+  phase_prologue.emplace("forward.hash+embed");
   // Engram hash ids [rows][engram layers][cols].
   const int n_eng = engram_plan_.n_layers();
   const int64_t n_cols = n_eng ? engram_plan_.n_cols() : 0;
@@ -142,6 +148,7 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   const int64_t n_taps = static_cast<int64_t>(c.dspark_target_layer_ids.size());
   if (options.want_taps) out->taps.assign(rows * n_taps * dim, 0);
   std::vector<int64_t> layer_hash(rows * n_cols);
+  phase_prologue.reset();
   for (int li = 0; li < c.n_layers; ++li) {
     const LayerDescriptor& d = layers_[li];
     if (d.has_engram()) {
@@ -196,6 +203,7 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   kernels::GemmBf16(weights_.head.bf16(), vocab, dim, dim, normed.data(), n_logit, dim,
                     out->logits.data(), DType::kF32, vocab, pool_);
 
+  ScopedPhase phase_seal("forward.seal");
   for (size_t s = 0; s < inputs.size(); ++s) {
     SequenceState& st = *inputs[s].state;
     st.length += static_cast<int64_t>(inputs[s].tokens.size());

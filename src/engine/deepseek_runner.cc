@@ -34,9 +34,7 @@ StatusOr<std::unique_ptr<DeepSeekRunner>> DeepSeekRunner::Create(
 int64_t DeepSeekRunner::vocab_size() const { return model_->config().vocab_size; }
 int32_t DeepSeekRunner::eos_token_id() const { return model_->config().eos_token_id; }
 
-int64_t DeepSeekRunner::sequence_bytes() const {
-  return model_->NewSequence().CacheBytes();
-}
+int64_t DeepSeekRunner::sequence_bytes() const { return model_->NewSequence().CacheBytes(); }
 
 int64_t DeepSeekRunner::max_positions() const {
   const int64_t m = model_->config().max_position_embeddings;

@@ -77,7 +77,8 @@ StatusOr<uint64_t> Engine::Add(Request request) {
   auto seq = std::make_shared<Sequence>();
   seq->id = next_id_++;
   seq->arrival = seq->id;
-  seq->seed = request.params.seed ? *request.params.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull;
+  seq->seed =
+      request.params.seed ? *request.params.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull;
   seq->tokens = request.prompt;
   seq->prompt_len = len;
   if (request.grammar) {
@@ -164,8 +165,9 @@ std::vector<Sequence*> Engine::DeliverPending() {
     // The stop check sees every token (it may keep state, e.g. a detokenizer); its verdict
     // counts from min_tokens on, like EOS and the stop ids.
     if (seq->request.stop_check) {
-      const bool hit = seq->request.stop_check(std::span<const int32_t>(seq->tokens).subspan(
-          static_cast<size_t>(seq->prompt_len), static_cast<size_t>(d.n_output)));
+      const bool hit = seq->request.stop_check(
+          std::span<const int32_t>(seq->tokens)
+              .subspan(static_cast<size_t>(seq->prompt_len), static_cast<size_t>(d.n_output)));
       if (hit && !finish && d.n_output >= seq->request.params.min_tokens) {
         finish = FinishReason::kStop;
         seq->finish = finish;
@@ -225,9 +227,8 @@ Status Engine::RunForward(const ScheduledBatch& batch, const std::vector<RunnerI
   // The forward call on a worker thread; meanwhile the grammar masks of the rows it will
   // sample (their matchers already hold every earlier token) and the previous step's
   // deliveries.
-  std::future<Status> forward = std::async(std::launch::async, [this, &inputs, logits] {
-    return runner_->Forward(inputs, logits);
-  });
+  std::future<Status> forward = std::async(
+      std::launch::async, [this, &inputs, logits] { return runner_->Forward(inputs, logits); });
   *stopped = DeliverPending();
   FillMasks(batch);
   return forward.get();
@@ -291,8 +292,7 @@ Status Engine::Step() {
     const SamplingParams& sp = seq->request.params;
     if (seq->n_output() < sp.min_tokens) {
       if (!sp.ignore_eos) suppressed[i].push_back(runner_->eos_token_id());
-      suppressed[i].insert(suppressed[i].end(), sp.stop_token_ids.begin(),
-                           sp.stop_token_ids.end());
+      suppressed[i].insert(suppressed[i].end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
     }
     SampleRow r;
     r.logits = logits.data() + static_cast<int64_t>(i) * vocab;

@@ -81,7 +81,7 @@ void KvCacheManager::Register(int32_t page, const BlockKey& key) {
   if (!prefix_cache_) return;
   CHECK_GT(refs_[static_cast<size_t>(page)], 0) << "registering a page nobody holds";
   if (key_of_[static_cast<size_t>(page)]) return;  // already registered (a shared page)
-  if (cache_.count(key)) return;  // another page holds this block: keep the first
+  if (cache_.count(key)) return;                   // another page holds this block: keep the first
   cache_.emplace(key, page);
   key_of_[static_cast<size_t>(page)] = key;
 }
@@ -144,8 +144,8 @@ Status KvCacheManager::CheckIntegrity(const std::vector<int32_t>* expected_refs)
     const int places = (where[p] & 1) + ((where[p] >> 1) & 1) + (refs_[p] > 0 ? 1 : 0);
     if (refs_[p] < 0) return Internal(page + " has a negative ref count");
     if (places != 1) {
-      return Internal(page + " is in " + std::to_string(places) +
-                      " of {free, LRU, in use} (ref " + std::to_string(refs_[p]) + ")");
+      return Internal(page + " is in " + std::to_string(places) + " of {free, LRU, in use} (ref " +
+                      std::to_string(refs_[p]) + ")");
     }
     if ((where[p] & 2) && !key_of_[p]) return Internal(page + " is on the LRU but not cached");
     if ((where[p] & 1) && key_of_[p]) return Internal(page + " is free but still cached");

@@ -41,8 +41,8 @@ struct KvCacheCounters {
   int64_t used = 0;    // ref count > 0
   int64_t cached = 0;  // ref count 0, in the prefix cache
   int64_t free = 0;
-  int64_t prefix_queries = 0;      // prompt blocks looked up
-  int64_t prefix_hits = 0;         // of which found
+  int64_t prefix_queries = 0;  // prompt blocks looked up
+  int64_t prefix_hits = 0;     // of which found
   int64_t evictions = 0;
 };
 

@@ -67,8 +67,7 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
   seq->UpdateBlockKeys(p);
   // Keep at least one token to compute: its logits choose the next token.
   const int64_t max_hit_blocks = (len - 1) / p;
-  const std::span<const BlockKey> keys(seq->block_keys.data(),
-                                       static_cast<size_t>(max_hit_blocks));
+  const std::span<const BlockKey> keys(seq->block_keys.data(), static_cast<size_t>(max_hit_blocks));
   const int64_t hit_blocks = kv_->Peek(keys);
   const int64_t h = hit_blocks * p;
   const int64_t n = std::min({len - h, options_.prefill_chunk, budget});

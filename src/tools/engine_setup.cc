@@ -9,11 +9,13 @@
 namespace deepinfer::tools {
 
 void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
-  cmd->add_option("--kv-budget", f->kv_budget,
-                  "memory for the KV cache system: pages + per-sequence state (bytes, or 512M, 4G)");
+  cmd->add_option(
+      "--kv-budget", f->kv_budget,
+      "memory for the KV cache system: pages + per-sequence state (bytes, or 512M, 4G)");
   cmd->add_option("--max-running", f->max_running, "most sequences in a step")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--prefill-chunk", f->prefill_chunk, "most prompt tokens of one sequence per step")
+  cmd->add_option("--prefill-chunk", f->prefill_chunk,
+                  "most prompt tokens of one sequence per step")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-batch-tokens", f->max_batch_tokens, "token budget of a step")
       ->check(CLI::PositiveNumber);
@@ -38,10 +40,14 @@ StatusOr<int64_t> ParseBytes(const std::string& text) {
   }
   std::string suffix = text.substr(used);
   double mult = 1;
-  if (suffix == "K" || suffix == "KiB") mult = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) return InvalidArgument("unknown byte suffix in '" + text + "'");
+  if (suffix == "K" || suffix == "KiB")
+    mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    return InvalidArgument("unknown byte suffix in '" + text + "'");
   if (!(v > 0)) return InvalidArgument("byte count must be positive: '" + text + "'");
   return static_cast<int64_t>(v * mult);
 }
@@ -50,7 +56,8 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
                                   const EngineFlags& flags) {
   LoadedEngine e;
   std::string tok_dir = tokenizer_dir;
-  if (tok_dir.empty() && std::filesystem::exists(model_dir + "/tokenizer.json")) tok_dir = model_dir;
+  if (tok_dir.empty() && std::filesystem::exists(model_dir + "/tokenizer.json"))
+    tok_dir = model_dir;
   if (!tok_dir.empty()) {
     DI_ASSIGN_OR_RETURN(e.tokenizer, tokenizer::Tokenizer::Load(tok_dir));
   }

@@ -17,14 +17,31 @@ using ordered_json = nlohmann::ordered_json;
 
 // Fields a batch line may carry besides the sampling fields SamplingParamsFromJson reads.
 const std::set<std::string>& KnownFields() {
-  static const std::set<std::string> known = {
-      "prompt",       "prompt_ids",      "priority",          "max_tokens",
-      "temperature",  "top_p",           "top_k",             "min_p",
-      "seed",         "n",               "stop",              "stop_token_ids",
-      "ignore_eos",   "min_tokens",      "presence_penalty",  "frequency_penalty",
-      "repetition_penalty", "logit_bias", "logprobs",         "top_logprobs",
-      "prompt_logprobs", "response_format", "regex",          "grammar",
-      "thinking"};
+  static const std::set<std::string> known = {"prompt",
+                                              "prompt_ids",
+                                              "priority",
+                                              "max_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "top_k",
+                                              "min_p",
+                                              "seed",
+                                              "n",
+                                              "stop",
+                                              "stop_token_ids",
+                                              "ignore_eos",
+                                              "min_tokens",
+                                              "presence_penalty",
+                                              "frequency_penalty",
+                                              "repetition_penalty",
+                                              "logit_bias",
+                                              "logprobs",
+                                              "top_logprobs",
+                                              "prompt_logprobs",
+                                              "response_format",
+                                              "regex",
+                                              "grammar",
+                                              "thinking"};
   return known;
 }
 
@@ -60,8 +77,7 @@ StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& li
   if (has_text) {
     if (!j["prompt"].is_string()) return InvalidArgument("prompt must be a string");
     if (!e.tokenizer) return InvalidArgument("prompt text needs a tokenizer; use prompt_ids");
-    DI_ASSIGN_OR_RETURN(r.prompt,
-                        e.tokenizer->Encode(j["prompt"].get<std::string>(), true));
+    DI_ASSIGN_OR_RETURN(r.prompt, e.tokenizer->Encode(j["prompt"].get<std::string>(), true));
   } else {
     if (!j["prompt_ids"].is_array()) return InvalidArgument("prompt_ids must be an array");
     for (const auto& v : j["prompt_ids"]) {

@@ -8,8 +8,8 @@ namespace deepinfer::tools {
 
 StatusOr<std::unique_ptr<StructuredOutputs>> StructuredOutputs::Create(
     const tokenizer::Tokenizer& tok, int64_t model_vocab) {
-  DI_ASSIGN_OR_RETURN(auto vocab,
-                      structured::Vocabulary::FromTokenizer(tok, static_cast<int32_t>(model_vocab)));
+  DI_ASSIGN_OR_RETURN(
+      auto vocab, structured::Vocabulary::FromTokenizer(tok, static_cast<int32_t>(model_vocab)));
   auto s = std::unique_ptr<StructuredOutputs>(new StructuredOutputs());
   s->compiler_ = std::make_unique<structured::GrammarCompiler>(std::move(vocab));
   return s;
@@ -44,7 +44,8 @@ StatusOr<std::shared_ptr<const structured::CompiledGrammar>> StructuredOutputs::
       return InvalidArgument("response_format.json_schema must be an object");
     }
     const nlohmann::json& js = f["json_schema"];
-    if (!js.contains("schema")) return InvalidArgument("response_format.json_schema.schema is missing");
+    if (!js.contains("schema"))
+      return InvalidArgument("response_format.json_schema.schema is missing");
     if (!js["schema"].is_object() && !js["schema"].is_boolean()) {
       return InvalidArgument("response_format.json_schema.schema must be an object");
     }

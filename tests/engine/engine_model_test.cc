@@ -28,6 +28,28 @@ struct Out {
   FinishReason finish = FinishReason::kError;
 };
 
+// A request that records its output (ids, logprob bits, prefix hit, finish) into *o.
+Request Recorded(const std::vector<int32_t>& prompt, float temperature, int max_tokens, Out* o) {
+  Request r;
+  r.prompt = prompt;
+  r.params.temperature = temperature;
+  r.params.seed = 1234;  // every copy of a prompt draws the same random stream
+  r.params.max_tokens = max_tokens;
+  r.params.ignore_eos = true;
+  r.params.logprobs = true;
+  r.on_output = [o](const RequestOutput& ro) {
+    o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+    for (const SampleResult& s : ro.samples) {
+      uint32_t bits;
+      std::memcpy(&bits, &s.logprob, 4);
+      o->logprob_bits.push_back(bits);
+    }
+    o->prefix_hit = ro.prefix_hit_tokens;
+    if (ro.finished) o->finish = *ro.finished;
+  };
+  return r;
+}
+
 class EngineModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -80,23 +102,7 @@ class EngineModelTest : public ::testing::Test {
     size_t next = 0;
     for (int step = 0; next < prompts.size() || !(*engine)->idle(); ++step) {
       while (next < prompts.size() && submit_step[next] <= step) {
-        Request r;
-        r.prompt = prompts[next];
-        r.params.temperature = 0.0f;
-        r.params.max_tokens = max_tokens;
-        r.params.ignore_eos = true;
-        r.params.logprobs = true;
-        Out* o = &outs[next];
-        r.on_output = [o](const RequestOutput& ro) {
-          o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
-          for (const SampleResult& s : ro.samples) {
-            uint32_t bits;
-            std::memcpy(&bits, &s.logprob, 4);
-            o->logprob_bits.push_back(bits);
-          }
-          o->prefix_hit = ro.prefix_hit_tokens;
-          if (ro.finished) o->finish = *ro.finished;
-        };
+        Request r = Recorded(prompts[next], 0.0f, max_tokens, &outs[next]);
         EXPECT_TRUE((*engine)->Add(std::move(r)).ok());
         ++next;
       }
@@ -193,22 +199,7 @@ TEST_F(EngineModelTest, HundredIdenticalRequestsGiveOneCompletion) {
     while (next < outs.size() || !(*engine)->idle()) {
       // A few requests of each kind enter at every step.
       for (int k = 0; k < 7 && next < outs.size(); ++k, ++next) {
-        Request r;
-        r.prompt = prompts[0];
-        r.params.temperature = temperature;
-        r.params.seed = 1234;  // same seed: the same random stream for every copy
-        r.params.max_tokens = 8;
-        r.params.ignore_eos = true;
-        r.params.logprobs = true;
-        Out* o = &outs[next];
-        r.on_output = [o](const RequestOutput& ro) {
-          o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
-          for (const SampleResult& s : ro.samples) {
-            uint32_t bits;
-            std::memcpy(&bits, &s.logprob, 4);
-            o->logprob_bits.push_back(bits);
-          }
-        };
+        Request r = Recorded(prompts[0], temperature, 8, &outs[next]);
         ASSERT_TRUE((*engine)->Add(std::move(r)).ok());
       }
       if (next_noise < noise.size() && rng() % 2) {

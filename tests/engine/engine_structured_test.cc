@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../structured/schema_validator.h"
 #include "engine/deepseek_runner.h"
 #include "engine/engine.h"
 #include "model/deepseek_v41/model.h"
@@ -38,11 +39,13 @@ std::shared_ptr<const structured::Vocabulary> FixtureVocabulary(int vocab, int32
   // can occur inside UTF-8, so that every partial character can be completed.
   for (char c = 32; c < 127; ++c) pieces.emplace_back(1, c);
   for (int b = 0x80; b < 0xF8; ++b) pieces.emplace_back(1, static_cast<char>(b));
-  for (const char* p : {"{\"", "\"}", "\":", "\": ", "\", \"", "\",\"", "\"]", "[\"", "\",",
-                        "true", "false", "null", "{}", "[]", "\"\"", "}, ", "], ", "},", "],",
-                        ", ", ": ", "00", "12", "-1", "0.", ".5", "e+", "E-", "\\n", "\\\"",
-                        "\\u00", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F", "\x98\x80", "\xC3",
-                        "\xA9", "-0", "T1", "Z\"", "@a", ".com", "://", "ab", "the", "ing"}) {
+  for (const char* p :
+       {"{\"",          "\"}",      "\":",      "\": ", "\", \"", "\",\"", "\"]",   "[\"",
+        "\",",          "true",     "false",    "null", "{}",     "[]",    "\"\"",  "}, ",
+        "], ",          "},",       "],",       ", ",   ": ",     "00",    "12",    "-1",
+        "0.",           ".5",       "e+",       "E-",   "\\n",    "\\\"",  "\\u00", "\xC3\xA9",
+        "\xE4\xB8\xAD", "\xF0\x9F", "\x98\x80", "\xC3", "\xA9",   "-0",    "T1",    "Z\"",
+        "@a",           ".com",     "://",      "ab",   "the",    "ing"}) {
     pieces.emplace_back(p);
   }
   std::mt19937 rng(5);
@@ -189,14 +192,11 @@ TEST_F(EngineStructuredTest, SchemaCorpusOutputsValidate) {
   out.close();
   EXPECT_LE(cut * 50, static_cast<int>(gens.size())) << cut << " generations hit the context";
   EXPECT_GT(finished, 0);
-  const std::string cmd = "python3 " + std::string(DEEPINFER_SOURCE_DIR) +
-                          "/tests/structured/validate_outputs.py " + path + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string report;
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p)) report += buf;
-  EXPECT_EQ(pclose(p), 0) << report;
+  const structured::test::ValidatorResult v = structured::test::RunSchemaValidator(path);
+  EXPECT_EQ(v.exit_code, 0) << v.report;
+  EXPECT_NE(v.report.find("validated " + std::to_string(finished) + " outputs, 0 failures"),
+            std::string::npos)
+      << v.report;
 }
 
 TEST_F(EngineStructuredTest, RegexAndEbnfOutputsMatch) {
@@ -221,7 +221,8 @@ TEST_F(EngineStructuredTest, RegexAndEbnfOutputsMatch) {
   grammars.push_back(*ebnf);
   constexpr int kPer = 20;
   const std::vector<Gen> gens = Generate(grammars, kPer, 100);
-  const std::regex ebnf_check(R"(\[[1-9][0-9]?(\+[1-9][0-9]?){0,2}(, [1-9][0-9]?(\+[1-9][0-9]?){0,2}){0,3}\])");
+  const std::regex ebnf_check(
+      R"(\[[1-9][0-9]?(\+[1-9][0-9]?){0,2}(, [1-9][0-9]?(\+[1-9][0-9]?){0,2}){0,3}\])");
   for (size_t i = 0; i < gens.size(); ++i) {
     const size_t g = i / kPer;
     ASSERT_EQ(gens[i].finish, FinishReason::kStop) << "grammar " << g << ": " << gens[i].text;

@@ -96,8 +96,7 @@ class FakeRunner : public ModelRunner {
     s->digests.push_back(Mix64(prev * 31 + static_cast<uint64_t>(t) + 1));
   }
   uint64_t& Slot(std::span<const int32_t> pages, int64_t p) {
-    return slots_[static_cast<size_t>(pages[static_cast<size_t>(p / page_tokens_)] *
-                                          page_tokens_ +
+    return slots_[static_cast<size_t>(pages[static_cast<size_t>(p / page_tokens_)] * page_tokens_ +
                                       p % page_tokens_)];
   }
   Status Verify(const FakeSequence& s, std::span<const int32_t> pages, int64_t n) {

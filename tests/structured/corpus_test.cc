@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "schema_validator.h"
 #include "structured/grammar_matcher.h"
 #include "tokenizer/tokenizer.h"
 
@@ -125,15 +126,9 @@ TEST(StructuredCorpus, RandomWalksValidateAgainstTheirSchemas) {
   }
   out.close();
   EXPECT_GE(n_schemas, 50);
-  const std::string cmd = "python3 " + std::string(DEEPINFER_SOURCE_DIR) +
-                          "/tests/structured/validate_outputs.py " + out_path + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string report;
-  char buf[4096];
-  while (fgets(buf, sizeof(buf), p)) report += buf;
-  const int rc = pclose(p);
-  EXPECT_EQ(rc, 0) << report;
+  const test::ValidatorResult v = test::RunSchemaValidator(out_path);
+  const std::string& report = v.report;
+  EXPECT_EQ(v.exit_code, 0) << report;
   EXPECT_NE(report.find("validated " + std::to_string(n_outputs) + " outputs, 0 failures"),
             std::string::npos)
       << report;

@@ -42,7 +42,7 @@ struct KvPageLayout {
     int64_t key_offset = -1;       // KV sources that own an indexer
     int64_t tail_offset = -1;      // every backbone layer
   };
-  std::vector<Layer> layers;               // per backbone layer
+  std::vector<Layer> layers;                // per backbone layer
   std::vector<int64_t> dspark_tail_offset;  // per DSpark stage
 };
 
@@ -87,8 +87,8 @@ class KvPageStore {
   KvPageLayout layout_;
   bool growable_;
   std::vector<std::unique_ptr<uint8_t[]>> blocks_;  // owned memory
-  std::vector<uint8_t*> pages_;                      // page id -> start
-  std::vector<int32_t> free_;                        // LIFO
+  std::vector<uint8_t*> pages_;                     // page id -> start
+  std::vector<int32_t> free_;                       // LIFO
   std::vector<uint8_t> in_use_;
   int64_t used_ = 0;
 };

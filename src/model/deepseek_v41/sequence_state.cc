@@ -16,8 +16,8 @@ int64_t OwnPageTokens(const ModelConfig& config, const std::vector<LayerDescript
 
 }  // namespace
 
-SequenceState NewSequenceState(const ModelConfig& config, const std::vector<LayerDescriptor>& layers,
-                               KvPageStore* store) {
+SequenceState NewSequenceState(const ModelConfig& config,
+                               const std::vector<LayerDescriptor>& layers, KvPageStore* store) {
   SequenceState s;
   const size_t ring = static_cast<size_t>(config.window_size) * config.head_dim;
   for (const LayerDescriptor& d : layers) {
@@ -44,26 +44,30 @@ SequenceState NewSequenceState(const ModelConfig& config, const std::vector<Laye
   return s;
 }
 
+namespace {
+
+// Entry j of a paged region (at `offset` in each page, `width` lanes per entry) of `layer`.
+uint16_t* PagedEntry(const SequenceState& s, int layer, int64_t j, int64_t offset, int64_t width) {
+  const KvPageLayout::Layer& pl = s.page_layout().layers[static_cast<size_t>(layer)];
+  DCHECK_GE(offset, 0);
+  const int64_t page = j / pl.entries_per_page;
+  DCHECK_LT(page, static_cast<int64_t>(s.pages.size()));
+  return reinterpret_cast<uint16_t*>(s.kv_store->page(s.pages[static_cast<size_t>(page)]) +
+                                     offset) +
+         (j % pl.entries_per_page) * width;
+}
+
+}  // namespace
+
 uint16_t* SequenceState::CompressedEntry(int layer, int64_t j) const {
   const KvPageLayout& l = kv_store->layout();
-  const KvPageLayout::Layer& pl = l.layers[static_cast<size_t>(layer)];
-  DCHECK_GE(pl.kv_offset, 0);
-  const int64_t page = j / pl.entries_per_page;
-  DCHECK_LT(page, static_cast<int64_t>(pages.size()));
-  return reinterpret_cast<uint16_t*>(kv_store->page(pages[static_cast<size_t>(page)]) +
-                                     pl.kv_offset) +
-         (j % pl.entries_per_page) * l.head_dim;
+  return PagedEntry(*this, layer, j, l.layers[static_cast<size_t>(layer)].kv_offset, l.head_dim);
 }
 
 uint16_t* SequenceState::IndexKey(int layer, int64_t j) const {
   const KvPageLayout& l = kv_store->layout();
-  const KvPageLayout::Layer& pl = l.layers[static_cast<size_t>(layer)];
-  DCHECK_GE(pl.key_offset, 0);
-  const int64_t page = j / pl.entries_per_page;
-  DCHECK_LT(page, static_cast<int64_t>(pages.size()));
-  return reinterpret_cast<uint16_t*>(kv_store->page(pages[static_cast<size_t>(page)]) +
-                                     pl.key_offset) +
-         (j % pl.entries_per_page) * l.index_head_dim;
+  return PagedEntry(*this, layer, j, l.layers[static_cast<size_t>(layer)].key_offset,
+                    l.index_head_dim);
 }
 
 uint16_t* SequenceState::RingTail(int layer, int stage, int64_t position) const {
@@ -84,9 +88,9 @@ Status EnsurePages(SequenceState* state, int64_t positions) {
   if (static_cast<int64_t>(state->pages.size()) >= need) return Status::Ok();
   if (state->own_store == nullptr || state->kv_store != state->own_store.get()) {
     return InvalidArgument("sequence has pages for " + std::to_string(state->covered()) +
-                              " positions but the call reaches position " +
-                              std::to_string(positions - 1) +
-                              "; the engine must reserve pages before the forward call");
+                           " positions but the call reaches position " +
+                           std::to_string(positions - 1) +
+                           "; the engine must reserve pages before the forward call");
   }
   while (static_cast<int64_t>(state->pages.size()) < need) {
     state->pages.push_back(state->kv_store->Allocate());
@@ -107,7 +111,8 @@ void SealCompletePages(SequenceState* state, int64_t from) {
 int64_t SequenceState::CacheBytes() const {
   int64_t bytes = 0;
   for (const LayerCache& c : layers) {
-    bytes += static_cast<int64_t>(c.ring.size() * 2 + (c.group_kv.size() + c.group_score.size()) * 4);
+    bytes +=
+        static_cast<int64_t>(c.ring.size() * 2 + (c.group_kv.size() + c.group_score.size()) * 4);
   }
   for (const auto& r : dspark) bytes += static_cast<int64_t>(r.size() * 2);
   return bytes;

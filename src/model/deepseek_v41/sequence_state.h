@@ -79,7 +79,8 @@ Status EnsurePages(SequenceState* state, int64_t positions);
 
 // A fresh state for a sequence of `config` whose pages live in `store` (the engine's pool), or,
 // when `store` is null, in a growable store of its own.
-SequenceState NewSequenceState(const ModelConfig& config, const std::vector<LayerDescriptor>& layers,
+SequenceState NewSequenceState(const ModelConfig& config,
+                               const std::vector<LayerDescriptor>& layers,
                                KvPageStore* store = nullptr);
 
 }  // namespace deepinfer::model

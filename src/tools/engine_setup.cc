@@ -105,7 +105,7 @@ Status AttachGrammar(const LoadedEngine& e, const nlohmann::json& body, bool thi
 }
 
 Status AttachTextStream(const tokenizer::Tokenizer* tok, engine::Request* request,
-                        std::shared_ptr<TextStream> stream) {
+                        const std::shared_ptr<TextStream>& stream) {
   if (!tok) {
     if (!request->params.stop.empty()) {
       return InvalidArgument("stop strings need a tokenizer (the model folder has none)");

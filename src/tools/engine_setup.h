@@ -60,6 +60,6 @@ Status AttachGrammar(const LoadedEngine& e, const nlohmann::json& body, bool thi
 // Wires `stream` into `request` (stop strings, text accumulation); with no tokenizer, stop
 // strings are an error.
 Status AttachTextStream(const tokenizer::Tokenizer* tok, engine::Request* request,
-                        std::shared_ptr<TextStream> stream);
+                        const std::shared_ptr<TextStream>& stream);
 
 }  // namespace deepinfer::tools

@@ -45,6 +45,7 @@ const std::set<std::string>& KnownFields() {
   return known;
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann's json members are not noexcept-movable
 struct Job {
   ordered_json result;  // filled when finished or refused
   std::vector<int32_t> ids;

@@ -90,8 +90,11 @@ StatusOr<Json> ConvertTurn(const Json& m, size_t index, Json* out) {
                           BlocksText(b.value("content", Json("")), bw + ".content"));
       out->push_back({{"role", "tool"}, {"tool_call_id", b["tool_use_id"]}, {"content", result}});
     } else {
-      return Unimplemented(bw + ": " + role + " content blocks of type \"" + type +
-                           "\" are not supported");
+      std::string message = bw;
+      message += ": " + role;
+      message += " content blocks of type \"" + type;
+      message += "\" are not supported";
+      return Unimplemented(std::move(message));
     }
   }
   if (role == "user") {

@@ -1,11 +1,16 @@
 // The one include of Boost.Asio and Boost.Beast for the server layer.
 //
 // Boost 1.74's awaitable.hpp uses std::exchange without including <utility>, and its
-// configuration does not detect C++20 coroutines under clang with libstdc++ (the top
-// CMakeLists.txt defines BOOST_ASIO_HAS_CO_AWAIT / BOOST_ASIO_HAS_STD_COROUTINE for clang).
+// configuration detects C++20 coroutines under GCC only: under clang (libFuzzer builds,
+// clang-tidy) with libstdc++ they are switched on here.
 #pragma once
 
 #include <utility>  // before asio: see above
+
+#if defined(__clang__) && !defined(BOOST_ASIO_HAS_CO_AWAIT)
+#define BOOST_ASIO_HAS_CO_AWAIT 1
+#define BOOST_ASIO_HAS_STD_COROUTINE 1
+#endif
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>

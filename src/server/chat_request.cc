@@ -109,18 +109,29 @@ Status ReadToolChoice(const Json& body, ChatRequest* r) {
   return InvalidArgument("tool_choice must be a string or an object");
 }
 
-Status ReadResponseFormat(const Json& body) {
-  auto it = body.find("response_format");
-  if (it == body.end() || it->is_null()) return Status::Ok();
-  if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string()) {
-    return InvalidArgument("response_format must be an object with a string type");
+// response_format (json_object / json_schema), regex, grammar → the constraint (null: none).
+StatusOr<nlohmann::json> ReadConstraint(const Json& body) {
+  nlohmann::json constraint;
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+    if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string()) {
+      return InvalidArgument("response_format must be an object with a string type");
+    }
+    const std::string type = (*it)["type"].get<std::string>();
+    if (type != "text" && type != "json_object" && type != "json_schema") {
+      return InvalidArgument("response_format.type must be text, json_object or json_schema");
+    }
+    if (type != "text") constraint["response_format"] = nlohmann::json::parse(it->dump());
   }
-  const std::string type = (*it)["type"].get<std::string>();
-  if (type == "text") return Status::Ok();
-  if (type == "json_object" || type == "json_schema") {
-    return Unimplemented("response_format " + type + " is not supported yet");
+  for (const char* key : {"regex", "grammar"}) {
+    if (auto it = body.find(key); it != body.end() && !it->is_null()) {
+      if (!it->is_string()) return InvalidArgument(std::string(key) + " must be a string");
+      constraint[key] = it->get<std::string>();
+    }
   }
-  return InvalidArgument("response_format.type must be text, json_object or json_schema");
+  if (constraint.size() > 1) {
+    return InvalidArgument("give at most one of response_format, regex and grammar");
+  }
+  return constraint;
 }
 
 StatusOr<Json> ReadMessages(const Json& body) {
@@ -183,7 +194,7 @@ StatusOr<ChatRequest> ParseOpenAiChat(const Json& body) {
   DI_ASSIGN_OR_RETURN(r.messages, ReadMessages(body));
   DI_ASSIGN_OR_RETURN(r.tools, ReadTools(body));
   DI_RETURN_IF_ERROR(ReadToolChoice(body, &r));
-  DI_RETURN_IF_ERROR(ReadResponseFormat(body));
+  DI_ASSIGN_OR_RETURN(r.constraint, ReadConstraint(body));
   DI_RETURN_IF_ERROR(ReadThinking(body, &r));
   DI_ASSIGN_OR_RETURN(r.stream, OptionalBool(body, "stream", false));
   DI_ASSIGN_OR_RETURN(r.include_usage, IncludeUsage(body));
@@ -213,6 +224,7 @@ StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body) {
   DI_ASSIGN_OR_RETURN(r.include_usage, IncludeUsage(body));
   DI_ASSIGN_OR_RETURN(const bool echo, OptionalBool(body, "echo", false));
   if (echo) return Unimplemented("echo is not supported yet");
+  DI_ASSIGN_OR_RETURN(r.constraint, ReadConstraint(body));
   if (auto it = body.find("suffix"); it != body.end() && !it->is_null()) {
     return Unimplemented("suffix is not supported");
   }

@@ -19,7 +19,8 @@ namespace deepinfer::server {
 // Deepest JSON nesting a body may have (the parsers and the prompt renderer recurse).
 inline constexpr int kMaxBodyNesting = 64;
 
-struct ChatRequest {
+// nlohmann members: their constructors throw only std::bad_alloc.
+struct ChatRequest {                // NOLINT(bugprone-exception-escape)
   std::string model;                // empty when the body has none
   nlohmann::ordered_json messages;  // OpenAI-shaped: role, content, tool_calls, tool_call_id,
                                     // reasoning_content
@@ -30,9 +31,12 @@ struct ChatRequest {
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // The structured-output fields given (response_format other than text, regex, grammar), as
+  // an object for the grammar compiler; null when the output is free.
+  nlohmann::json constraint;
 };
 
-struct CompletionRequest {
+struct CompletionRequest {  // NOLINT(bugprone-exception-escape): as ChatRequest
   std::string model;
   std::string prompt_text;          // when the prompt is text
   std::vector<int32_t> prompt_ids;  // when it is a token list
@@ -41,13 +45,15 @@ struct CompletionRequest {
   int n = 1;
   bool stream = false;
   bool include_usage = false;
+  nlohmann::json constraint;  // as ChatRequest::constraint
 };
 
 // Parses JSON text with a nesting bound; errors are InvalidArgument ("malformed JSON: …").
 StatusOr<nlohmann::ordered_json> ParseBody(std::string_view body);
 
 // POST /v1/chat/completions. Errors: InvalidArgument (wrong types, invalid values),
-// Unimplemented (response_format json_object / json_schema, forced tool_choice) → 400.
+// Unimplemented (forced tool_choice, prompt_logprobs) → 400. Structured-output fields are only
+// collected (ChatRequest::constraint); the handler compiles them.
 StatusOr<ChatRequest> ParseOpenAiChat(const nlohmann::ordered_json& body);
 // POST /v1/completions (prompt: a string, a token list, or a one-element list of either;
 // max_tokens defaults to 16 as in the OpenAI API).

@@ -62,6 +62,8 @@ Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32
     r.prompt = spec.prompt;
     r.params = spec.params;
     r.sample_index = i;
+    r.grammar = spec.grammar;
+    r.grammar_start_token = spec.grammar_start_token;
     r.stop_check = [state](std::span<const int32_t> output) {
       auto piece = state->detok.Push(output.back());
       if (piece.ok()) state->text += *piece;
@@ -91,7 +93,7 @@ Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32
       channel->Push(std::move(e));
     };
     channel->cancel_flags.push_back(r.cancelled);
-    const Status s = loop->Submit(std::move(r), [channel, i](const Status& error) {
+    Status s = loop->Submit(std::move(r), [channel, i](const Status& error) {
       GenEvent e;
       e.index = i;
       e.rejected = true;

@@ -62,6 +62,8 @@ struct GenerationSpec {
   engine::SamplingParams params;  // params.n == 1
   int n = 1;
   bool skip_special_tokens = true;
+  std::shared_ptr<const structured::CompiledGrammar> grammar;  // structured output, or null
+  std::optional<int32_t> grammar_start_token;                  // thinking mode: </think>
 };
 
 // Submits the n requests. On an error (queue full, shutting down) none of them stays queued.

@@ -116,6 +116,9 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
   spec.prompt = *std::move(ids);
   spec.params = req->params;
   spec.n = req->n;
+  if (Status s = AttachGrammar(ctx, req->constraint, req->thinking, &spec); !s.ok()) {
+    co_return co_await ex.SendError(style, ErrorFromStatus(s));
+  }
   if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
     co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
   }
@@ -124,6 +127,7 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
   const int64_t created = UnixNow();
   const bool logprobs = req->params.logprobs;
   std::vector<Choice> choices;
+  choices.reserve(req->n);
   for (int i = 0; i < req->n; ++i) choices.emplace_back(req->thinking);
   int n_finished = 0;
   int64_t cached = 0;

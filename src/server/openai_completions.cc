@@ -77,6 +77,9 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
   const int64_t prompt_tokens = static_cast<int64_t>(spec.prompt.size());
   spec.params = req->params;
   spec.n = req->n;
+  if (Status s = AttachGrammar(ctx, req->constraint, false, &spec); !s.ok()) {
+    co_return co_await ex.SendError(style, ErrorFromStatus(s));
+  }
   auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
   if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
     co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());

@@ -36,6 +36,12 @@ nlohmann::json TokenLogprobJson(const tokenizer::Tokenizer& tok, const engine::T
 // OpenAI chat logprobs entry: {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}.
 nlohmann::json ChatLogprobEntry(const tokenizer::Tokenizer& tok, const engine::SampleResult& s);
 
+// Compiles `constraint` (ChatRequest::constraint) into spec->grammar; in thinking mode the
+// constraint starts after </think>. Errors (400): an invalid schema / regex / grammar, no
+// grammar support, thinking mode with a tokenizer that has no </think> token.
+Status AttachGrammar(const ServerContext& ctx, const nlohmann::json& constraint, bool thinking,
+                     GenerationSpec* spec);
+
 // Validates the sampling parameters against the vocabulary and submits the generation; its
 // events then arrive on `channel`. Errors: InvalidArgument (400), ResourceExhausted (429).
 Status StartGeneration(ServerContext& ctx, GenerationSpec spec,

@@ -3,10 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "server/engine_loop.h"
 #include "server/metrics.h"
+#include "structured/compiled_grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::server {
@@ -20,6 +25,12 @@ struct ServerContext {
   int64_t vocab_size = 0;
   int32_t eos_id = 1;
   int64_t created = 0;  // unix time of the start
+  // Compiles the structured-output fields of a request ({"response_format"} | {"regex"} |
+  // {"grammar"}) over the model's vocabulary; empty = no grammar support.
+  std::function<StatusOr<std::shared_ptr<const structured::CompiledGrammar>>(
+      const nlohmann::json& constraint)>
+      compile_grammar;
+  std::optional<int32_t> think_end_id;  // the </think> token, when the tokenizer has one
 };
 
 }  // namespace deepinfer::server

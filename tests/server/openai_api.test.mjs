@@ -165,6 +165,22 @@ test('completions: text and token prompts, legacy logprobs, streaming', async ()
   assert.equal(text, r.choices[0].text);
 });
 
+test('response_format json_schema: the output is JSON that validates', async () => {
+  const schema = {type: 'object', properties: {answer: {type: 'string', enum: ['yes', 'no']},
+                                               n: {type: 'integer', minimum: 0, maximum: 9}},
+                  required: ['answer', 'n'], additionalProperties: false};
+  const r = await client.chat.completions.create({model: MODEL_NAME, messages: hello, max_tokens: 64,
+      temperature: 0, response_format: {type: 'json_schema', json_schema: {name: 'a', schema}}});
+  assert.equal(r.choices[0].finish_reason, 'stop', JSON.stringify(r.choices[0]));
+  const value = JSON.parse(r.choices[0].message.content);
+  assert.deepEqual(Object.keys(value).sort(), ['answer', 'n']);
+  assert.ok(['yes', 'no'].includes(value.answer));
+  assert.ok(Number.isInteger(value.n) && value.n >= 0 && value.n <= 9);
+  await assert.rejects(client.chat.completions.create({model: MODEL_NAME, messages: hello, max_tokens: 4,
+      response_format: {type: 'json_schema', json_schema: {name: 'b', schema: {type: 'nonsense'}}}}),
+      OpenAI.BadRequestError);
+});
+
 test('errors surface as the SDK exception types', async () => {
   const base = {model: MODEL_NAME, messages: hello, max_tokens: 4};
   await assert.rejects(client.chat.completions.create({...base, model: 'nope'}),
@@ -174,9 +190,8 @@ test('errors surface as the SDK exception types', async () => {
   await assert.rejects(
       client.chat.completions.create({...base, messages: [{role: 'user', content: 'hello '.repeat(9000)}]}),
       (e) => e instanceof OpenAI.BadRequestError && /context/.test(e.message));
-  await assert.rejects(client.chat.completions.create(
-      {...base, response_format: {type: 'json_schema', json_schema: {name: 'x', schema: {type: 'object'}}}}),
-      OpenAI.BadRequestError);
+  await assert.rejects(client.chat.completions.create({...base, response_format: {type: 'xml'}}),
+                       OpenAI.BadRequestError);
   await assert.rejects(client.chat.completions.create({...base, messages: []}), OpenAI.BadRequestError);
   const malformed = await postJson(server.url + '/v1/chat/completions', '{"messages": [');
   assert.equal(malformed.status, 400);

@@ -40,8 +40,8 @@ void IndexScoreRef(const IndexScoreParams& p) {
     const uint16_t* w = p.w + r * p.w_row_stride;
     float* out = p.score + r * p.score_stride;
     for (int64_t t = 0; t < p.n_keys; ++t) {
-      out[t] = t < vis ? ScoreOne(p, q, w, IndexKeyAt(p, t))
-                       : -std::numeric_limits<float>::infinity();
+      out[t] =
+          t < vis ? ScoreOne(p, q, w, IndexKeyAt(p, t)) : -std::numeric_limits<float>::infinity();
     }
   }
 }

@@ -104,8 +104,8 @@ class Model {
   // Prefix reuse: `state` is fresh and its page table already holds the complete pages of
   // `tokens` (their count a multiple of the page length), written by another sequence with the
   // same tokens. Restores everything else the sequence carries at that position (window rings
-  // from the page tails, Engram history, the published index-key owner; not the DSpark rings) so that
-  // continuing from here equals having run the tokens, bit for bit (model_prefix.cc).
+  // from the page tails, Engram history, the published index-key owner; not the DSpark rings) so
+  // that continuing from here equals having run the tokens, bit for bit (model_prefix.cc).
   Status AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens) const;
 
   // DSpark: writes the stage rings for the next rows of a sequence from their taps

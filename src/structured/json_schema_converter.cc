@@ -82,8 +82,15 @@ class Converter {
 
   StatusOr<std::string> Run() {
     DI_ASSIGN_OR_RETURN(std::string top, Visit(root_, "root_value", 0));
-    std::string out = "root ::= " + top + "\n";
-    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    std::string out = "root ::= ";
+    out += top;
+    out += "\n";
+    for (const auto& [name, body] : rules_) {
+      out += name;
+      out += " ::= ";
+      out += body;
+      out += "\n";
+    }
     return out + kBaseRules;
   }
 
@@ -162,10 +169,9 @@ class Converter {
         for (const Json& t : ta) {
           if (std::find(tb.begin(), tb.end(), t) != tb.end()) {
             both.push_back(t);
-          } else if (t == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) {
-            both.push_back("integer");
-          } else if (t == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end()) {
-            both.push_back("integer");
+          } else if ((t == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) ||
+                     (t == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end())) {
+            both.push_back("integer");  // number and integer intersect in integer
           }
         }
         if (both.empty()) return InvalidArgument("allOf: the types do not intersect");
@@ -550,7 +556,10 @@ class Converter {
     }
     for (int64_t i = explicit_n; i-- > 0;) {
       const std::string elem = i < k ? prefix[i] : tail;
-      std::string body = (i > 0 ? "comma " : "") + elem + " " + rest;
+      std::string body = i > 0 ? "comma " : "";
+      body += elem;
+      body += " ";
+      body += rest;
       if (i >= min_items) body += " | \"\"";
       rest = Define(hint + "_i" + std::to_string(i), body);
     }

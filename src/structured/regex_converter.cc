@@ -23,7 +23,7 @@ CharClass Word() {
 }
 CharClass Space() {
   CharClass c;
-  for (uint32_t cp : {' ', '\t', '\n', '\r', '\f', '\v'}) c.Add(cp);
+  for (uint32_t cp : {0x20u, 0x09u, 0x0Au, 0x0Du, 0x0Cu, 0x0Bu}) c.Add(cp);  // space \t \n \r \f \v
   for (uint32_t cp : {0xA0u, 0x1680u, 0x2028u, 0x2029u, 0x202Fu, 0x205Fu, 0x3000u, 0xFEFFu}) {
     c.Add(cp);
   }

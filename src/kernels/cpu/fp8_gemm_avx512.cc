@@ -3,10 +3,9 @@
 // Panel GEMM (m > kGemvMaxRows): threads take 32-column units of N (one 32-row tile of W, so one
 // weight scale per K block) from a shared counter. Per unit the weights are decoded once over the
 // full K into an L2-resident bf16 panel [K/2][32] (327 KB at K = 5120); then for each 7-row tile
-// of A ([K/2][7] bf16 pairs, packed once per call) the MR7 x NR32 microkernel runs 14
-// `vdpbf16ps` accumulators per K block, restarted every block and folded with one FMA by the block
-// scale into 14 register totals, written once per tile to a 7x32 scratch tile in L1 (not into C
-// rows 32 KB apart: L1 set conflicts).
+// of A ([K/2][7] bf16 pairs, packed once per call) the MR7 x NR32 tile of panel_tile_avx512.h
+// runs with the block's tile scale as the fold factor; its totals go to a 7x32 scratch tile in L1
+// and from there to C.
 
 #include <immintrin.h>
 
@@ -17,16 +16,14 @@
 #include "kernels/cpu/aligned_buffer.h"
 #include "kernels/cpu/fp8_decode_avx512.h"
 #include "kernels/cpu/fp8_gemm_internal.h"
+#include "kernels/cpu/panel_tile_avx512.h"
 
 namespace deepinfer::kernels::fp8_internal {
 
 namespace {
 
-// 7 rows x 32 columns: 14 block accumulators + 14 running totals + 2 B registers + 1 broadcast
-// stay in the 32 zmm registers, so the per-block fold is a register FMA (no L1 scratch tile).
-// Measured against MR14 with the totals in an L1 scratch tile: ~20% faster, same bits.
-constexpr int kMr = 7;
-constexpr int kNr = 32;
+constexpr int kMr = avx512::kPanelMr;
+constexpr int kNr = avx512::kPanelNr;
 
 // Decodes the 32-row half h of panel p over all K into bp [K/2][32] bf16 pairs.
 void ConvertHalfPanel(const PackedFp8Matrix& w, int64_t p, int h, uint32_t* bp) {
@@ -44,44 +41,6 @@ void ConvertHalfPanel(const PackedFp8Matrix& w, int64_t p, int h, uint32_t* bp) 
         _mm512_store_si512(dst + (2 * s + 1) * kNr + gi * 16, r1);
       }
     }
-  }
-}
-
-// scratch[7][32] = Σ_b fma(blocksum_b, sw_b, ·) for one A tile and one B half-panel.
-// a: [K/2][7] pairs, bp: [K/2][32] pairs, sc: panel scales [kb][2] of half h.
-void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int h, int64_t kb,
-              float* scratch) {
-  __m512 tot[kMr][2];
-#pragma GCC unroll 14
-  for (int r = 0; r < kMr; ++r) tot[r][0] = tot[r][1] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < kb; ++b) {
-    __m512 acc[kMr][2];
-#pragma GCC unroll 14
-    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const uint32_t* ab = a + b * 16 * kMr;
-    const uint32_t* bb = bp + b * 16 * kNr;
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) {
-      const __m512i b0 = _mm512_load_si512(bb + j * kNr);
-      const __m512i b1 = _mm512_load_si512(bb + j * kNr + 16);
-#pragma GCC unroll 14
-      for (int r = 0; r < kMr; ++r) {
-        const __m512i x = _mm512_set1_epi32(static_cast<int>(ab[j * kMr + r]));
-        acc[r][0] = Dp(acc[r][0], b0, x);
-        acc[r][1] = Dp(acc[r][1], b1, x);
-      }
-    }
-    const __m512 sw = _mm512_set1_ps(sc[b * 2 + h]);
-#pragma GCC unroll 14
-    for (int r = 0; r < kMr; ++r) {
-      tot[r][0] = _mm512_fmadd_ps(acc[r][0], sw, tot[r][0]);
-      tot[r][1] = _mm512_fmadd_ps(acc[r][1], sw, tot[r][1]);
-    }
-  }
-#pragma GCC unroll 14
-  for (int r = 0; r < kMr; ++r) {
-    _mm512_store_ps(scratch + r * kNr, tot[r][0]);
-    _mm512_store_ps(scratch + r * kNr + 16, tot[r][1]);
   }
 }
 
@@ -104,6 +63,7 @@ void PanelGemm(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matrix
   // takes fewer units instead of holding up the whole call. Each unit is still computed whole by
   // one thread, so the bits do not depend on the assignment.
   std::atomic<int64_t> next_unit{0};
+  const DType dtype = out.dtype == OutDtype::kF32 ? DType::kF32 : DType::kBF16;
   pool.Run([&](int) {
     thread_local AlignedBuffer<uint32_t> bp;
     bp.EnsureSize(static_cast<size_t>(pairs * kNr));
@@ -114,17 +74,15 @@ void PanelGemm(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matrix
       const int h = static_cast<int>(u % 2);
       ConvertHalfPanel(w, p, h, bp.data());
       const int64_t n_valid = std::min<int64_t>(kNr, w.n - u * kNr);
+      // One weight scale per 32-row tile and K block: the same factor for all 32 columns.
+      const float* sc = w.PanelScales(p);
+      auto scales = [sc, h](int64_t b, __m512& s0, __m512& s1) {
+        s0 = s1 = _mm512_set1_ps(sc[b * 2 + h]);
+      };
       for (int64_t t = 0; t < tiles; ++t) {
-        GemmTile(a + t * pairs * kMr, bp.data(), w.PanelScales(p), h, w.k_blocks(), scratch);
-        const int64_t rows = std::min<int64_t>(kMr, m - t * kMr);
-        for (int64_t r = 0; r < rows; ++r) {
-          StoreRow16(out, t * kMr + r, u * kNr, _mm512_load_ps(scratch + r * kNr),
-                     std::min<int64_t>(n_valid, 16));
-          if (n_valid > 16) {
-            StoreRow16(out, t * kMr + r, u * kNr + 16, _mm512_load_ps(scratch + r * kNr + 16),
-                       n_valid - 16);
-          }
-        }
+        avx512::PanelTile(a + t * pairs * kMr, bp.data(), w.k_blocks(), scales, scratch);
+        avx512::StorePanelTile(scratch, std::min<int64_t>(kMr, m - t * kMr), n_valid, out.data,
+                               out.ld, t * kMr, u * kNr, dtype);
       }
     }
   });

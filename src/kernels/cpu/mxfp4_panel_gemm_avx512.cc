@@ -4,9 +4,8 @@
 // Here threads take 32-row units of W (half a packed panel) from a shared counter; per unit the
 // weights are decoded once over the full K into a bf16 panel bp [K/2][32] (L2-resident: 327 KB
 // at K = 5120) with its fp32 row scales sc [K/32][32]; then for each 7-row tile of A (packed
-// once per call as [K/2][7] pair dwords) an MR7 x NR32 microkernel runs 14 `vdpbf16ps`
-// accumulators per 32-K block, restarted every block and folded into 14 register totals with one
-// FMA by the rows' block scales.
+// once per call as [K/2][7] pair dwords) the MR7 x NR32 tile of panel_tile_avx512.h runs, with
+// the rows' block scales as the per-column fold factors.
 //
 // Order per output element: exactly that of mxfp4_gemm.h (blocksum over the block's 16 k-pairs
 // ascending from +0, then tot = fma(blocksum, scale, tot) over blocks ascending), so results are
@@ -21,17 +20,14 @@
 #include "kernels/cpu/act_pack.h"
 #include "kernels/cpu/aligned_buffer.h"
 #include "kernels/cpu/mxfp4_gemm_kernels.h"
-#include "kernels/cpu/store_out_avx512.h"
+#include "kernels/cpu/panel_tile_avx512.h"
 
 namespace deepinfer::kernels {
 
 namespace {
 
-// 7 rows x 32 columns: 14 block accumulators + 14 running totals + 2 B registers + 1 broadcast
-// stay in the 32 zmm registers, so the per-block fold is a register FMA (no L1 scratch tile).
-// Measured against MR14 with the totals in an L1 scratch tile: ~20% faster, same bits.
-constexpr int kMr = 7;
-constexpr int kNr = 32;
+constexpr int kMr = avx512::kPanelMr;
+constexpr int kNr = avx512::kPanelNr;
 
 struct Lut {
   __m512i low, high, nibble_mask;
@@ -89,44 +85,6 @@ void DecodeHalfPanel(const uint8_t* panel, int64_t n_blocks, int h, const Lut& l
   }
 }
 
-// scratch[7][32] = the tile's totals. a: [K/2][7] pairs, bp: [K/2][32], sc: [K/32][32].
-void GemmTile(const uint32_t* a, const uint32_t* bp, const float* sc, int64_t n_blocks,
-              float* scratch) {
-  __m512 tot[kMr][2];
-#pragma GCC unroll 14
-  for (int r = 0; r < kMr; ++r) tot[r][0] = tot[r][1] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    __m512 acc[kMr][2];
-#pragma GCC unroll 14
-    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const uint32_t* ab = a + b * 16 * kMr;
-    const uint32_t* bb = bp + b * 16 * kNr;
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) {
-      const __m512bh b0 = (__m512bh)_mm512_load_si512(bb + j * kNr);
-      const __m512bh b1 = (__m512bh)_mm512_load_si512(bb + j * kNr + 16);
-#pragma GCC unroll 14
-      for (int r = 0; r < kMr; ++r) {
-        const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(ab[j * kMr + r]));
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, x);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, x);
-      }
-    }
-    const __m512 s0 = _mm512_load_ps(sc + b * kNr);
-    const __m512 s1 = _mm512_load_ps(sc + b * kNr + 16);
-#pragma GCC unroll 14
-    for (int r = 0; r < kMr; ++r) {
-      tot[r][0] = _mm512_fmadd_ps(acc[r][0], s0, tot[r][0]);
-      tot[r][1] = _mm512_fmadd_ps(acc[r][1], s1, tot[r][1]);
-    }
-  }
-#pragma GCC unroll 14
-  for (int r = 0; r < kMr; ++r) {
-    _mm512_store_ps(scratch + r * kNr, tot[r][0]);
-    _mm512_store_ps(scratch + r * kNr + 16, tot[r][1]);
-  }
-}
-
 }  // namespace
 
 void Mxfp4PanelGemmAvx512(const Mxfp4Call& c, ThreadPool* pool) {
@@ -159,18 +117,15 @@ void Mxfp4PanelGemmAvx512(const Mxfp4Call& c, ThreadPool* pool) {
       const int64_t n_valid = std::min<int64_t>(kNr, c.w.n - n0);
       DecodeHalfPanel(c.w.panel(u / 2), n_blocks, static_cast<int>(u % 2), lut, bp.data(),
                       sc.data());
+      const float* s = sc.data();
+      auto scales = [s](int64_t b, __m512& s0, __m512& s1) {
+        s0 = _mm512_load_ps(s + b * kNr);
+        s1 = _mm512_load_ps(s + b * kNr + 16);
+      };
       for (int64_t t = 0; t < tiles; ++t) {
-        GemmTile(a + t * pairs * kMr, bp.data(), sc.data(), n_blocks, scratch);
-        const int64_t rows = std::min<int64_t>(kMr, c.n_rows - t * kMr);
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t row = t * kMr + r;
-          avx512::StoreOut(_mm512_load_ps(scratch + r * kNr), avx512::TailMask(n_valid), c.out,
-                           row * c.ldo + n0, c.out_dtype);
-          if (n_valid > 16) {
-            avx512::StoreOut(_mm512_load_ps(scratch + r * kNr + 16), avx512::TailMask(n_valid - 16),
-                             c.out, row * c.ldo + n0 + 16, c.out_dtype);
-          }
-        }
+        avx512::PanelTile(a + t * pairs * kMr, bp.data(), n_blocks, scales, scratch);
+        avx512::StorePanelTile(scratch, std::min<int64_t>(kMr, c.n_rows - t * kMr), n_valid, c.out,
+                               c.ldo, t * kMr, n0, c.out_dtype);
       }
     }
   };

@@ -21,6 +21,11 @@ float RmsNormFactorRef(const uint16_t* x, int64_t dim, float eps) {
   return 1.0f / std::sqrt(mean + eps);
 }
 
+float RmsNormFactor(const uint16_t* x, int64_t dim, float eps) {
+  return ActiveCpuLevel() == CpuLevel::kAvx512 ? RmsNormFactorAvx512(x, dim, eps)
+                                               : RmsNormFactorRef(x, dim, eps);
+}
+
 void RmsNormRef(const RmsNormParams& p) {
   CHECK(p.dim > 0) << "RmsNorm: dim must be positive";
   for (int64_t r = 0; r < p.n_rows; ++r) {

@@ -38,5 +38,8 @@ void RmsNormInPlace(const uint16_t* weight, uint16_t* rows, int64_t n_rows, int6
 // The fp32 factor 1/sqrt(mean(x^2) + eps) of one row, in the order above (exposed for tests and
 // for callers that fuse the normalisation elsewhere).
 float RmsNormFactorRef(const uint16_t* x, int64_t dim, float eps);
+// The same factor, same bits: AVX-512 (only when ActiveCpuLevel() == kAvx512) and the dispatch.
+float RmsNormFactorAvx512(const uint16_t* x, int64_t dim, float eps);
+float RmsNormFactor(const uint16_t* x, int64_t dim, float eps);
 
 }  // namespace deepinfer::kernels

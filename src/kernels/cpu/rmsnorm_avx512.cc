@@ -48,6 +48,11 @@ float SumSquares(const uint16_t* x, int64_t dim) {
 
 }  // namespace
 
+float RmsNormFactorAvx512(const uint16_t* x, int64_t dim, float eps) {
+  const float mean = SumSquares(x, dim) / static_cast<float>(dim);
+  return 1.0f / std::sqrt(mean + eps);
+}
+
 void RmsNormAvx512(const RmsNormParams& p) {
   CHECK(p.dim > 0) << "RmsNorm: dim must be positive";
   for (int64_t r = 0; r < p.n_rows; ++r) {

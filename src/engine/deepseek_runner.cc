@@ -11,6 +11,7 @@ class DeepSeekSequence : public RunnerSequence {
   explicit DeepSeekSequence(model::SequenceState state) : state_(std::move(state)) {}
   int64_t length() const override { return state_.length; }
   model::SequenceState& state() { return state_; }
+  const model::SequenceState& state() const { return state_; }
 
  private:
   model::SequenceState state_;
@@ -59,26 +60,40 @@ Status DeepSeekRunner::AdoptPrefix(RunnerSequence* seq, std::span<const int32_t>
   return model_->AdoptPrefix(&st, tokens);
 }
 
+StatusOr<std::unique_ptr<RunnerSequence>> DeepSeekRunner::Fork(const RunnerSequence& parent) {
+  return std::unique_ptr<RunnerSequence>(std::make_unique<DeepSeekSequence>(
+      model::ForkSequenceState(static_cast<const DeepSeekSequence&>(parent).state())));
+}
+
+Status DeepSeekRunner::CopyPage(int32_t from, int32_t to) {
+  if (!store_) return InvalidArgument("CopyPage before InitPages");
+  const int64_t n = store_->capacity();
+  if (from < 0 || from >= n || to < 0 || to >= n) {
+    return InvalidArgument("CopyPage: page id outside the pool");
+  }
+  std::copy_n(store_->page(from), layout_.page_bytes, store_->page(to));
+  return Status::Ok();
+}
+
 Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) {
   std::vector<model::ForwardInput> fin;
   fin.reserve(inputs.size());
   for (const RunnerInput& in : inputs) {
     model::SequenceState& st = static_cast<DeepSeekSequence*>(in.seq)->state();
     st.pages.assign(in.pages.begin(), in.pages.end());
-    fin.push_back({&st, in.tokens, in.want_logits});
+    if (in.logit_rows < 0 || in.logit_rows > static_cast<int64_t>(in.tokens.size())) {
+      return InvalidArgument("runner input asks for " + std::to_string(in.logit_rows) +
+                             " rows of logits from " + std::to_string(in.tokens.size()) +
+                             " tokens");
+    }
+    fin.push_back({&st, in.tokens, in.logit_rows});
   }
   model::ForwardOptions opt;
   opt.index_key_mode = options_.index_key_mode;
   model::ForwardOutput out;
   DI_RETURN_IF_ERROR(model_->Forward(fin, opt, &out));
-  const size_t vocab = static_cast<size_t>(vocab_size());
-  logits->resize(inputs.size() * vocab);
-  size_t k = 0;  // the model returns rows only for inputs that want them, in input order
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].want_logits) continue;
-    std::copy_n(out.logits.data() + k * vocab, vocab, logits->data() + i * vocab);
-    ++k;
-  }
+  // The model's rows are already in input order, each input's in position order.
+  *logits = std::move(out.logits);
   return Status::Ok();
 }
 

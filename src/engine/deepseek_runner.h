@@ -31,6 +31,8 @@ class DeepSeekRunner : public ModelRunner {
   std::unique_ptr<RunnerSequence> NewSequence() override;
   Status AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,
                      std::span<const int32_t> tokens) override;
+  StatusOr<std::unique_ptr<RunnerSequence>> Fork(const RunnerSequence& parent) override;
+  Status CopyPage(int32_t from, int32_t to) override;
   Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) override;
 
   const model::Model& model() const { return *model_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <list>
 #include <random>
 #include <string>
 
@@ -74,32 +75,96 @@ StatusOr<uint64_t> Engine::Add(Request request) {
                            std::to_string(kv_->capacity()) + " pages of " + std::to_string(p) +
                            " positions); raise the KV budget");
   }
+  if (request.grammar && request.grammar->vocabulary().size() != vocab) {
+    return InvalidArgument("the grammar was compiled for a vocabulary of " +
+                           std::to_string(request.grammar->vocabulary().size()) +
+                           " tokens, the model has " + std::to_string(vocab));
+  }
+  // One seed for all samples of the request: they differ by sample_index.
+  const uint64_t seed =
+      request.params.seed ? *request.params.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull;
+  const int32_t n = request.params.n;
+  std::vector<Request> samples;
+  for (int32_t i = 1; i < n; ++i) {
+    samples.push_back(request);
+    samples.back().sample_index += i;
+    if (request.prepare_sample) request.prepare_sample(&samples.back());
+  }
+  Sequence* lead = NewSequence(std::move(request), seed);
+  scheduler_->AddWaiting(lead);
+  for (Request& r : samples) {
+    Sequence* s = NewSequence(std::move(r), seed);
+    s->fork_of = lead->id;
+    lead->fork_ids.push_back(s->id);
+  }
+  return lead->id;
+}
+
+Sequence* Engine::NewSequence(Request request, uint64_t seed) {
   auto seq = std::make_shared<Sequence>();
   seq->id = next_id_++;
   seq->arrival = seq->id;
-  seq->seed =
-      request.params.seed ? *request.params.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull;
+  seq->seed = seed;
   seq->tokens = request.prompt;
-  seq->prompt_len = len;
-  if (request.grammar) {
-    if (request.grammar->vocabulary().size() != vocab) {
-      return InvalidArgument("the grammar was compiled for a vocabulary of " +
-                             std::to_string(request.grammar->vocabulary().size()) +
-                             " tokens, the model has " + std::to_string(vocab));
-    }
-    if (!request.grammar_start_token) {
-      seq->matcher = std::make_unique<structured::GrammarMatcher>(request.grammar);
-    }
+  seq->prompt_len = static_cast<int64_t>(request.prompt.size());
+  if (request.grammar && !request.grammar_start_token) {
+    seq->matcher = std::make_unique<structured::GrammarMatcher>(request.grammar);
   }
   seq->history.AddPrompt(request.prompt);
   seq->request = std::move(request);
   Sequence* raw = seq.get();
   sequences_.emplace(raw->id, std::move(seq));
-  scheduler_->AddWaiting(raw);
-  return raw->id;
+  return raw;
+}
+
+void Engine::ReleaseForks(Sequence* lead) {
+  for (uint64_t id : lead->fork_ids) {
+    auto it = sequences_.find(id);
+    if (it == sequences_.end() || it->second->finish) continue;
+    it->second->fork_of = 0;
+    scheduler_->AddWaiting(it->second.get());
+  }
+  lead->fork_ids.clear();
+}
+
+bool Engine::Fork(Sequence* lead, Sequence* seq) {
+  if (!scheduler_->has_running_slot()) return false;
+  const int64_t p = kv_->block_tokens();
+  const int64_t full = lead->computed / p;
+  std::vector<int32_t> pages(lead->pages.begin(), lead->pages.begin() + full);
+  for (int32_t page : pages) kv_->AddRef(page);
+  auto give_back = [&] {
+    for (int32_t page : pages) kv_->Release(page);
+    return false;
+  };
+  if (lead->computed % p != 0) {
+    // The partly written last page: the fork writes its own positions into it, so it gets a copy.
+    const int32_t page = kv_->Allocate();
+    if (page < 0) return give_back();
+    pages.push_back(page);
+    if (!runner_->CopyPage(lead->pages[static_cast<size_t>(full)], page).ok()) return give_back();
+  }
+  StatusOr<std::unique_ptr<RunnerSequence>> runner = runner_->Fork(*lead->runner);
+  if (!runner.ok()) return give_back();
+  seq->runner = std::move(*runner);
+  seq->pages = std::move(pages);
+  seq->computed = lead->computed;
+  seq->block_keys.assign(lead->block_keys.begin(),
+                         lead->block_keys.begin() +
+                             std::min<int64_t>(full, static_cast<int64_t>(lead->block_keys.size())));
+  seq->registered_blocks = std::min(lead->registered_blocks, full);
+  seq->prefix_hit_tokens = lead->prefix_hit_tokens;
+  seq->prompt_logprobs = lead->prompt_logprobs;
+  seq->prompt_logprobs_done = lead->prompt_logprobs_done;
+  if (seq->matcher) seq->mask = lead->mask;  // the same grammar state: nothing accepted yet
+  seq->fork_of = 0;
+  scheduler_->AddRunning(seq);
+  return true;
 }
 
 void Engine::Retire(Sequence* seq) {
+  // Samples still waiting for this one's prompt compute it themselves.
+  ReleaseForks(seq);
   seq->status = SequenceStatus::kFinished;
   scheduler_->Remove(seq);
   sequences_.erase(seq->id);  // pending deliveries keep the object alive
@@ -114,6 +179,7 @@ void Engine::Finish(Sequence* seq, FinishReason reason, Status error) {
   if (seq->request.on_output) {
     RequestOutput out;
     out.request_id = seq->id;
+    out.sample_index = seq->request.sample_index;
     out.n_output = seq->n_output();
     out.finished = reason;
     out.error = std::move(error);
@@ -177,7 +243,11 @@ std::vector<Sequence*> Engine::DeliverPending() {
     if (seq->request.on_output) {
       RequestOutput out;
       out.request_id = seq->id;
+      out.sample_index = seq->request.sample_index;
       out.new_tokens = {d.sample.token};
+      if (d.n_output == 1 && seq->request.params.prompt_logprobs) {
+        out.prompt_logprobs = seq->prompt_logprobs;
+      }
       if (seq->request.params.logprobs) out.samples.push_back(std::move(d.sample));
       out.n_output = d.n_output;
       out.finished = finish;
@@ -216,6 +286,38 @@ void Engine::FillMasks(const ScheduledBatch& batch) {
     seq->mask.assign(static_cast<size_t>(seq->matcher->n_words()), 0);
     seq->matcher->FillNextTokenBitmask(seq->mask.data());
   }
+}
+
+int64_t Engine::LogitRows(const Sequence& seq, int64_t n_tokens) const {
+  const int64_t end = seq.computed + n_tokens;
+  // Prompt logprobs: the rows from the first prompt position not yet scored (each row scores
+  // the token after it) to the end of the call.
+  const int64_t first = std::max(seq.computed, seq.prompt_logprobs_done);
+  if (seq.request.params.prompt_logprobs && first < std::min(end, seq.prompt_len - 1)) {
+    return end - first;
+  }
+  return end == static_cast<int64_t>(seq.tokens.size()) ? 1 : 0;
+}
+
+Status Engine::GatherPromptLogprobs(Sequence* seq, const float* logits, int64_t n_rows) {
+  // Row r of `logits` is position first_pos + r; it scores the token after it, the prompt token
+  // it stands for being entry (position) of prompt_logprobs.
+  const int64_t first_pos = seq->computed - n_rows;
+  const int64_t begin = std::max(first_pos, seq->prompt_logprobs_done);
+  const int64_t end = std::min(seq->computed, seq->prompt_len - 1);
+  if (end > begin) {
+    seq->prompt_logprobs.resize(static_cast<size_t>(seq->prompt_len - 1));
+    const int64_t vocab = runner_->vocab_size();
+    const size_t n = static_cast<size_t>(end - begin);
+    DI_RETURN_IF_ERROR(ComputePromptLogprobs(
+        logits + (begin - first_pos) * vocab, end - begin, vocab, vocab,
+        std::span<const int32_t>(seq->tokens).subspan(static_cast<size_t>(begin + 1), n),
+        *seq->request.params.prompt_logprobs,
+        std::span<SampleResult>(seq->prompt_logprobs).subspan(static_cast<size_t>(begin), n),
+        pool_));
+  }
+  seq->prompt_logprobs_done = std::max(seq->prompt_logprobs_done, end);
+  return Status::Ok();
 }
 
 Status Engine::RunForward(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
@@ -263,7 +365,7 @@ Status Engine::Step() {
     in.tokens = std::span<const int32_t>(e.seq->tokens)
                     .subspan(static_cast<size_t>(e.seq->computed), static_cast<size_t>(e.n_tokens));
     in.pages = e.seq->pages;
-    in.want_logits = e.n_tokens == e.seq->remaining();
+    in.logit_rows = LogitRows(*e.seq, e.n_tokens);
     inputs.push_back(in);
   }
   std::vector<float> logits;
@@ -278,33 +380,67 @@ Status Engine::Step() {
     return Status::Ok();
   }
   const int64_t vocab = runner_->vocab_size();
-  // Rows that choose a next token.
+  // Rows that choose a next token (forked samples share their lead's row of logits).
   std::vector<SampleRow> rows;
   std::vector<Sequence*> row_seq;
-  std::vector<std::vector<int32_t>> suppressed(batch.entries.size());
-  for (size_t i = 0; i < batch.entries.size(); ++i) {
-    Sequence* seq = batch.entries[i].seq;
-    if (seq->finish) continue;
-    seq->computed += batch.entries[i].n_tokens;
-    tokens_computed_ += batch.entries[i].n_tokens;
-    RegisterBlocks(seq);
-    if (seq->remaining() > 0) continue;
+  std::list<std::vector<int32_t>> suppressed;  // stable addresses for the rows' spans
+  auto add_row = [&](Sequence* seq, const float* row_logits) {
     const SamplingParams& sp = seq->request.params;
+    std::vector<int32_t>& sup = suppressed.emplace_back();
     if (seq->n_output() < sp.min_tokens) {
-      if (!sp.ignore_eos) suppressed[i].push_back(runner_->eos_token_id());
-      suppressed[i].insert(suppressed[i].end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
+      if (!sp.ignore_eos) sup.push_back(runner_->eos_token_id());
+      sup.insert(sup.end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
     }
     SampleRow r;
-    r.logits = logits.data() + static_cast<int64_t>(i) * vocab;
+    r.logits = row_logits;
     r.params = &sp;
     r.history = &seq->history;
     r.seed = seq->seed;
     r.sample_index = seq->request.sample_index;
     r.position = static_cast<int64_t>(seq->tokens.size());
-    r.suppressed = suppressed[i];
+    r.suppressed = sup;
     if (seq->matcher) r.allowed_bits = seq->mask.data();
     rows.push_back(r);
     row_seq.push_back(seq);
+  };
+  int64_t row0 = 0;  // first logits row of the entry
+  std::vector<Status> early_errors;
+  for (size_t i = 0; i < batch.entries.size(); ++i) {
+    Sequence* seq = batch.entries[i].seq;
+    const int64_t n_rows = inputs[i].logit_rows;
+    const float* entry_logits = logits.data() + row0 * vocab;
+    row0 += n_rows;
+    if (seq->finish) continue;
+    seq->computed += batch.entries[i].n_tokens;
+    tokens_computed_ += batch.entries[i].n_tokens;
+    RegisterBlocks(seq);
+    if (seq->request.params.prompt_logprobs) {
+      const Status st = GatherPromptLogprobs(seq, entry_logits, n_rows);
+      if (!st.ok()) {
+        Finish(seq, FinishReason::kError, st);
+        continue;
+      }
+    }
+    if (seq->remaining() > 0) continue;
+    const float* last = entry_logits + (n_rows - 1) * vocab;
+    const bool first_token = seq->n_output() == 0;
+    add_row(seq, last);
+    if (!first_token || seq->fork_ids.empty()) continue;
+    // The prompt is computed: the request's other samples start from here.
+    std::vector<uint64_t> ids;
+    ids.swap(seq->fork_ids);
+    for (uint64_t id : ids) {
+      auto it = sequences_.find(id);
+      if (it == sequences_.end() || it->second->finish) continue;
+      Sequence* sample = it->second.get();
+      alive.push_back(it->second);
+      if (Fork(seq, sample)) {
+        add_row(sample, last);
+      } else {
+        sample->fork_of = 0;
+        scheduler_->AddWaiting(sample);
+      }
+    }
   }
   std::vector<SampleResult> samples(rows.size());
   std::vector<Status> row_status(rows.size());
@@ -346,6 +482,7 @@ EngineStats Engine::stats() const {
   s.kv = kv_->counters();
   s.running = static_cast<int64_t>(scheduler_->running().size());
   s.waiting = static_cast<int64_t>(scheduler_->waiting().size());
+  for (const auto& [id, seq] : sequences_) s.waiting += seq->fork_of != 0 ? 1 : 0;
   s.steps = steps_;
   s.preemptions = scheduler_->n_preemptions();
   s.tokens_computed = tokens_computed_;

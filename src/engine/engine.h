@@ -57,7 +57,9 @@ class Engine {
   static StatusOr<std::unique_ptr<Engine>> Create(ModelRunner* runner, EngineOptions options,
                                                   ThreadPool* pool = nullptr);
 
-  // Validates and queues a request; returns its id. Errors (nothing queued): empty prompt, ids
+  // Validates and queues a request; returns its id (with params.n > 1, the n samples get the
+  // ids id .. id + n - 1: the first computes the prompt, the others then fork its state and
+  // share its full prompt pages). Errors (nothing queued): empty prompt, ids
   // outside the vocabulary, prompt + max_tokens beyond the context, a prompt larger than the
   // page pool, invalid sampling parameters.
   StatusOr<uint64_t> Add(Request request);
@@ -84,6 +86,13 @@ class Engine {
     std::optional<FinishReason> finish;
   };
 
+  Sequence* NewSequence(Request request, uint64_t seed);
+  // Starts `seq` (a waiting sample of the same request) from the state of `lead`, whose prompt
+  // has just been computed: shared full pages, a copy of the partial one, a forked runner
+  // sequence. False (nothing taken) when there is no running slot, page or runner support.
+  bool Fork(Sequence* lead, Sequence* seq);
+  // Hands the samples still waiting on `lead` to the scheduler (they compute the prompt).
+  void ReleaseForks(Sequence* lead);
   // Ends a sequence now (no forward call in flight): releases its pages and tells the caller.
   void Finish(Sequence* seq, FinishReason reason, Status error = Status::Ok());
   // Drops a finished sequence from the scheduler and the live set (its pages released).
@@ -91,6 +100,11 @@ class Engine {
   // Appends a sampled token; returns why the sequence ends now (EOS, stop id, length), if it does.
   std::optional<FinishReason> Append(Sequence* seq, const SampleResult& sample);
   void RegisterBlocks(Sequence* seq);
+  // Rows of logits the forward call returns for `seq` consuming n_tokens more positions.
+  int64_t LogitRows(const Sequence& seq, int64_t n_tokens) const;
+  // Prompt logprobs from the last n_rows rows of the call that just advanced `seq` to
+  // seq->computed.
+  Status GatherPromptLogprobs(Sequence* seq, const float* logits, int64_t n_rows);
   void HandleCancels();
   // Runs the stop-string checks and callbacks of pending_; returns the sequences a stop string
   // ended (to retire once no forward call uses them).

@@ -64,6 +64,12 @@ int32_t KvCacheManager::Allocate() {
   return page;
 }
 
+void KvCacheManager::AddRef(int32_t page) {
+  int32_t& r = refs_[static_cast<size_t>(page)];
+  CHECK_GT(r, 0) << "sharing page " << page << " that nobody holds";
+  ++r;
+}
+
 void KvCacheManager::Release(int32_t page) {
   int32_t& r = refs_[static_cast<size_t>(page)];
   CHECK_GT(r, 0) << "page " << page << " released more often than taken";

@@ -59,6 +59,8 @@ class KvCacheManager {
 
   // A page for exclusive use (ref count 1), or -1 when every page is in use.
   int32_t Allocate();
+  // One more reference to a page in use (a forked sequence shares its parent's full pages).
+  void AddRef(int32_t page);
   // Drops one reference; at zero the page goes to the LRU list if cached, else to the free list.
   void Release(int32_t page);
   // Registers a page a sequence has completely written under `key` (no-op without the prefix

@@ -8,8 +8,8 @@
 //     of a sequence into the page at index i of its page table;
 //   * before Forward, the engine has set every input's page table to cover all positions the
 //     call consumes;
-//   * Forward returns one row of logits per input (for its last token; unspecified for inputs
-//     that do not want logits, e.g. prefill chunks before the last);
+//   * Forward returns, in input order, the logits of each input's last `logit_rows` tokens
+//     (position order; none for e.g. prefill chunks before the last);
 //   * a sequence handle belongs to one engine sequence at a time; dropping it frees its
 //     per-sequence memory, never pages.
 #pragma once
@@ -33,7 +33,7 @@ struct RunnerInput {
   RunnerSequence* seq = nullptr;
   std::span<const int32_t> tokens;  // continue the sequence at seq->length()
   std::span<const int32_t> pages;   // its whole page table after this call's reservation
-  bool want_logits = true;          // false: the row of logits may be left unspecified
+  int64_t logit_rows = 1;           // logits of the last logit_rows tokens (<= tokens.size())
 };
 
 class ModelRunner {
@@ -57,7 +57,20 @@ class ModelRunner {
   // page_tokens) so that the result equals having run them.
   virtual Status AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,
                              std::span<const int32_t> tokens) = 0;
-  // One forward over a mixed batch; logits [inputs][vocab] of each input's last token.
+  // Parallel samples (n > 1): a new sequence in the state `parent` is in (same positions, its
+  // own copy of every per-sequence cache; its page table is given by the next Forward), and a
+  // page copied into another (the parent's last, partly written page). A runner without them
+  // returns Unimplemented and the engine computes each sample's prompt on its own.
+  virtual StatusOr<std::unique_ptr<RunnerSequence>> Fork(const RunnerSequence& parent) {
+    (void)parent;
+    return Unimplemented("this model runner cannot fork sequences");
+  }
+  virtual Status CopyPage(int32_t from, int32_t to) {
+    (void)from;
+    (void)to;
+    return Unimplemented("this model runner cannot copy pages");
+  }
+  // One forward over a mixed batch; logits [sum of logit_rows][vocab].
   virtual Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) = 0;
 };
 

@@ -25,6 +25,7 @@ const char* FinishReasonName(FinishReason r);  // "stop", "length", "abort", "er
 // One delivery on a request's output channel: the tokens accepted in one engine step.
 struct RequestOutput {
   uint64_t request_id = 0;
+  int64_t sample_index = 0;  // Request::sample_index of this sample (n > 1: base + i)
   std::vector<int32_t> new_tokens;
   std::vector<SampleResult> samples;     // per new token when params.logprobs
   int64_t n_output = 0;                  // output tokens so far, new ones included
@@ -32,12 +33,17 @@ struct RequestOutput {
   Status error;                          // kError: why
   uint64_t seed = 0;                     // the seed sampling used (drawn when none was given)
   int64_t prefix_hit_tokens = 0;         // prompt positions served by the prefix cache
+  // params.prompt_logprobs, on the first delivery: entry i is prompt token i + 1 (the first
+  // prompt token has none), with the top prompt_logprobs alternatives of that position.
+  std::vector<SampleResult> prompt_logprobs;
 };
 
 struct Request {
   std::vector<int32_t> prompt;
   SamplingParams params;
-  int64_t sample_index = 0;  // which of a request's n samples (keys the random stream)
+  // Which sample this is (keys the random stream). With params.n > 1 the engine runs samples
+  // sample_index .. sample_index + n - 1, all delivered through on_output with their index.
+  int64_t sample_index = 0;
   int priority = 0;          // lower runs first; ties by arrival (FCFS)
   // Output channel: called on the engine's thread after every step that produced tokens for
   // this request, and once with `finished` set. Must not call back into the engine.
@@ -51,6 +57,10 @@ struct Request {
   // `</think>`), the constraint starts after that token has been generated.
   std::shared_ptr<const structured::CompiledGrammar> grammar;
   std::optional<int32_t> grammar_start_token;
+  // n > 1: Add calls this once for every further sample with its copy of this request
+  // (sample_index already set), so the caller can give each sample its own stop_check state
+  // and output routing; without it the copies share the callables and their captures.
+  std::function<void(Request* sample)> prepare_sample;
   // Set (from any thread) to cancel; the engine finishes the request with kAbort at its next
   // step and frees its pages.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);

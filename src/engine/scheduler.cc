@@ -27,6 +27,12 @@ void Scheduler::AddWaiting(Sequence* seq) {
   waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), seq, Before), seq);
 }
 
+void Scheduler::AddRunning(Sequence* seq) {
+  CHECK(has_running_slot()) << "no running slot for a forked sequence";
+  seq->status = SequenceStatus::kRunning;
+  running_.push_back(seq);
+}
+
 void Scheduler::ReleasePages(Sequence* seq) {
   for (int32_t p : seq->pages) kv_->Release(p);
   seq->pages.clear();
@@ -61,12 +67,24 @@ bool Scheduler::Reserve(Sequence* seq, int64_t positions) {
   return true;
 }
 
+int64_t Scheduler::occupied_slots() const {
+  int64_t n = static_cast<int64_t>(running_.size());
+  for (const Sequence* s : running_) n += static_cast<int64_t>(s->fork_ids.size());
+  return n;
+}
+
 bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
+  const int64_t occupied = occupied_slots();
+  if (occupied > 0 &&
+      occupied + 1 + static_cast<int64_t>(seq->fork_ids.size()) > options_.max_running) {
+    return false;
+  }
   const int64_t p = kv_->block_tokens();
   const int64_t len = static_cast<int64_t>(seq->tokens.size());
   seq->UpdateBlockKeys(p);
-  // Keep at least one token to compute: its logits choose the next token.
-  const int64_t max_hit_blocks = (len - 1) / p;
+  // Keep at least one token to compute: its logits choose the next token. Prompt logprobs need
+  // the logits of every prompt position, so such a request computes its whole prompt.
+  const int64_t max_hit_blocks = seq->request.params.prompt_logprobs ? 0 : (len - 1) / p;
   const std::span<const BlockKey> keys(seq->block_keys.data(), static_cast<size_t>(max_hit_blocks));
   const int64_t hit_blocks = kv_->Peek(keys);
   const int64_t h = hit_blocks * p;
@@ -123,8 +141,7 @@ ScheduledBatch Scheduler::Schedule() {
     ++i;
   }
   if (!batch.preempted.empty()) return batch;  // no admissions while the pool is short
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int64_t>(running_.size()) < options_.max_running) {
+  while (!waiting_.empty() && budget > 0 && occupied_slots() < options_.max_running) {
     Sequence* seq = waiting_.front();
     if (!Admit(seq, budget, &batch)) break;
     waiting_.pop_front();

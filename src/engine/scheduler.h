@@ -5,6 +5,8 @@
 //   * a step holds at most `max_batch_tokens` tokens: every running sequence first (one decode
 //     token, or its next prefill chunk of at most `prefill_chunk` tokens), then waiting
 //     sequences are admitted while the budget, `max_running` and the page pool allow;
+//   * a request with n parallel samples counts n running slots from its admission (its forks
+//     start when its prompt is computed);
 //   * admission matches the prompt's full blocks against the prefix cache (keeping at least one
 //     token to compute) and adopts the hit pages;
 //   * pages are reserved before the step for every position it consumes; when the pool runs
@@ -47,6 +49,15 @@ class Scheduler {
       : options_(options), kv_(kv), runner_(runner) {}
 
   void AddWaiting(Sequence* seq);
+  // A sequence that is already in the model's state up to seq->computed (a forked sample):
+  // runs from the next step on. Only while has_running_slot().
+  void AddRunning(Sequence* seq);
+  bool has_running_slot() const {
+    return static_cast<int64_t>(running_.size()) < options_.max_running;
+  }
+  // Running sequences plus the slots their waiting forks will take (a request with n samples
+  // is admitted only when all n fit under max_running, unless nothing else runs).
+  int64_t occupied_slots() const;
   // Drops a sequence from the queues and releases its pages (finish or cancel).
   void Remove(Sequence* seq);
 

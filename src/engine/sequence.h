@@ -40,6 +40,14 @@ struct Sequence {
   std::unique_ptr<structured::GrammarMatcher> matcher;
   std::vector<uint32_t> mask;
   int64_t prefix_hit_tokens = 0;
+  // Parallel samples (n > 1): the first sample computes the prompt; the others (fork_ids) wait
+  // with fork_of set to its id and then continue from its state, sharing its full prompt pages.
+  std::vector<uint64_t> fork_ids;
+  uint64_t fork_of = 0;
+  // params.prompt_logprobs: entry i for prompt token i + 1; `prompt_logprobs_done` positions of
+  // the prompt have been through the model with their logits read (a recompute skips them).
+  std::vector<SampleResult> prompt_logprobs;
+  int64_t prompt_logprobs_done = 0;
   int preemptions = 0;
   std::optional<FinishReason> finish;
 

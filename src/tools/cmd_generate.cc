@@ -6,7 +6,10 @@
 //                  "grammar"; "thinking": true starts the constraint after </think>); one
 //                  output line per input line, in input order:
 //                  {"index", "ids", "text", "finish_reason", "seed", "prompt_tokens",
-//                   "cached_tokens"} or {"index", "error"} for a line that was refused.
+//                   "cached_tokens"} (+ "logprobs" with "logprobs": true, "prompt_logprobs"
+//                  with "prompt_logprobs": k, null for the first prompt token); with "n" > 1
+//                  the per-sample fields (ids, text, finish_reason, logprobs) move into
+//                  "samples": [...]; {"index", "error"} for a line that was refused.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>

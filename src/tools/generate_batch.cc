@@ -1,13 +1,16 @@
 #include "tools/generate_batch.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "tools/json_lines.h"
 
 namespace deepinfer::tools {
@@ -45,13 +48,22 @@ const std::set<std::string>& KnownFields() {
   return known;
 }
 
-// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann's json members are not noexcept-movable
-struct Job {
-  ordered_json result;  // filled when finished or refused
+// One sample's output as it arrives.
+struct SampleState {
   std::vector<int32_t> ids;
   std::vector<engine::SampleResult> samples;
-  std::shared_ptr<TextStream> text;
-  bool done = false;
+  std::shared_ptr<TextStream> text = std::make_shared<TextStream>();
+  std::optional<engine::FinishReason> finish;
+  Status error;
+};
+
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann's json members are not noexcept-movable
+struct Job {
+  ordered_json result;  // the output line: fields set when the request is refused or done
+  std::vector<SampleState> samples;  // params.n of them
+  std::vector<engine::SampleResult> prompt_logprobs;
+  uint64_t seed = 0;
+  int64_t cached_tokens = 0;
 };
 
 StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& line, Job* job) {
@@ -67,8 +79,6 @@ StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& li
   }
   engine::Request r;
   DI_ASSIGN_OR_RETURN(r.params, engine::SamplingParamsFromJson(nlohmann::json::parse(line)));
-  if (r.params.n != 1) return Unimplemented("n > 1 is not supported by generate --batch yet");
-  if (r.params.prompt_logprobs) return Unimplemented("prompt_logprobs is not supported yet");
   if (j.contains("priority")) {
     if (!j["priority"].is_number_integer()) return InvalidArgument("priority must be an integer");
     r.priority = j["priority"].get<int>();
@@ -92,8 +102,14 @@ StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& li
     thinking = j["thinking"].get<bool>();
   }
   DI_RETURN_IF_ERROR(AttachGrammar(e, nlohmann::json::parse(line), thinking, &r));
-  job->text = std::make_shared<TextStream>();
-  DI_RETURN_IF_ERROR(AttachTextStream(e.tokenizer.get(), &r, job->text));
+  job->samples.resize(static_cast<size_t>(r.params.n));
+  DI_RETURN_IF_ERROR(AttachTextStream(e.tokenizer.get(), &r, job->samples[0].text));
+  // Every further sample gets its own text stream (stop strings are checked per sample).
+  const tokenizer::Tokenizer* tok = e.tokenizer.get();
+  r.prepare_sample = [job, tok](engine::Request* sample) {
+    const Status s = AttachTextStream(tok, sample, job->samples[sample->sample_index].text);
+    CHECK(s.ok()) << s.ToString();  // the same stop strings already passed for sample 0
+  };
   return r;
 }
 
@@ -105,6 +121,47 @@ ordered_json SampleJson(const engine::SampleResult& s) {
   for (const auto& t : s.top) top.push_back({{"id", t.token}, {"logprob", t.logprob}});
   o["top_logprobs"] = top;
   return o;
+}
+
+
+ordered_json SampleLine(const SampleState& s, bool logprobs) {
+  ordered_json o;
+  o["ids"] = s.ids;
+  if (s.text->detok) o["text"] = s.text->text;
+  o["finish_reason"] = engine::FinishReasonName(*s.finish);
+  if (logprobs) {
+    ordered_json lp = ordered_json::array();
+    for (const auto& r : s.samples) lp.push_back(SampleJson(r));
+    o["logprobs"] = lp;
+  }
+  return o;
+}
+
+// The output line of a finished job: one sample's fields at the top level, n samples under
+// "samples"; an error of any sample makes the line an error line.
+void FinishLine(Job* job, const engine::SamplingParams& params, int64_t prompt_len) {
+  for (const SampleState& s : job->samples) {
+    if (*s.finish == engine::FinishReason::kError) {
+      job->result["error"] = s.error.ToString();
+      return;
+    }
+  }
+  if (job->samples.size() == 1) {
+    const ordered_json one = SampleLine(job->samples[0], params.logprobs);
+    for (const auto& [k, v] : one.items()) job->result[k] = v;
+  } else {
+    ordered_json all = ordered_json::array();
+    for (const SampleState& s : job->samples) all.push_back(SampleLine(s, params.logprobs));
+    job->result["samples"] = all;
+  }
+  job->result["seed"] = job->seed;
+  job->result["prompt_tokens"] = prompt_len;
+  job->result["cached_tokens"] = job->cached_tokens;
+  if (params.prompt_logprobs) {
+    ordered_json lp = ordered_json::array({nullptr});  // the first prompt token has none
+    for (const auto& r : job->prompt_logprobs) lp.push_back(SampleJson(r));
+    job->result["prompt_logprobs"] = lp;
+  }
 }
 
 }  // namespace
@@ -120,38 +177,31 @@ Status RunBatch(LoadedEngine& e, std::istream& in, std::ostream& out) {
     Job* raw = job.get();
     jobs.push_back(std::move(job));
     StatusOr<engine::Request> r = ParseLine(e, line, raw);
-    if (r.ok()) {
-      const bool logprobs = r->params.logprobs;
-      const int64_t prompt_len = static_cast<int64_t>(r->prompt.size());
-      r->on_output = [raw, logprobs, prompt_len, &e](const engine::RequestOutput& o) {
-        raw->ids.insert(raw->ids.end(), o.new_tokens.begin(), o.new_tokens.end());
-        if (logprobs) raw->samples.insert(raw->samples.end(), o.samples.begin(), o.samples.end());
-        if (!o.finished) return;
-        raw->done = true;
-        if (*o.finished == engine::FinishReason::kError) {
-          raw->result["error"] = o.error.ToString();
-          return;
-        }
-        raw->result["ids"] = raw->ids;
-        if (raw->text->detok) {
-          if (!raw->text->stop_string_hit) raw->text->text += raw->text->detok->Finish();
-          raw->result["text"] = raw->text->text;
-        }
-        raw->result["finish_reason"] = engine::FinishReasonName(*o.finished);
-        raw->result["seed"] = o.seed;
-        raw->result["prompt_tokens"] = prompt_len;
-        raw->result["cached_tokens"] = o.prefix_hit_tokens;
-        if (logprobs) {
-          ordered_json lp = ordered_json::array();
-          for (const auto& s : raw->samples) lp.push_back(SampleJson(s));
-          raw->result["logprobs"] = lp;
-        }
-      };
-      auto id = e.engine->Add(*std::move(r));
-      if (!id.ok()) raw->result["error"] = id.status().ToString();
-    } else {
+    if (!r.ok()) {
       raw->result["error"] = r.status().ToString();
+      continue;
     }
+    const engine::SamplingParams params = r->params;
+    const int64_t prompt_len = static_cast<int64_t>(r->prompt.size());
+    // The same callback serves every sample: outputs carry their sample index.
+    r->on_output = [raw, params, prompt_len](const engine::RequestOutput& o) {
+      SampleState& s = raw->samples[static_cast<size_t>(o.sample_index)];
+      s.ids.insert(s.ids.end(), o.new_tokens.begin(), o.new_tokens.end());
+      if (params.logprobs) s.samples.insert(s.samples.end(), o.samples.begin(), o.samples.end());
+      if (!o.prompt_logprobs.empty()) raw->prompt_logprobs = o.prompt_logprobs;
+      if (!o.finished) return;
+      s.finish = o.finished;
+      s.error = o.error;
+      if (s.text->detok && !s.text->stop_string_hit) s.text->text += s.text->detok->Finish();
+      raw->seed = o.seed;
+      raw->cached_tokens = std::max(raw->cached_tokens, o.prefix_hit_tokens);
+      for (const SampleState& other : raw->samples) {
+        if (!other.finish) return;
+      }
+      FinishLine(raw, params, prompt_len);
+    };
+    auto id = e.engine->Add(*std::move(r));
+    if (!id.ok()) raw->result["error"] = id.status().ToString();
   }
   DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
   for (const auto& job : jobs) out << JsonLine(job->result) << "\n";

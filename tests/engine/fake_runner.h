@@ -8,6 +8,7 @@
 // history, and so do the sampled outputs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -61,9 +62,30 @@ class FakeRunner : public ModelRunner {
     return Verify(*s, pages, s->length());
   }
 
+  StatusOr<std::unique_ptr<RunnerSequence>> Fork(const RunnerSequence& parent) override {
+    if (!fork_support_) return Unimplemented("fake runner: forking switched off");
+    return std::unique_ptr<RunnerSequence>(
+        std::make_unique<FakeSequence>(static_cast<const FakeSequence&>(parent)));
+  }
+  Status CopyPage(int32_t from, int32_t to) override {
+    if (!fork_support_) return Unimplemented("fake runner: forking switched off");
+    std::copy_n(slots_.begin() + from * page_tokens_, page_tokens_,
+                slots_.begin() + to * page_tokens_);
+    return Status::Ok();
+  }
+  void set_fork_support(bool on) { fork_support_ = on; }
+
   Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) override {
     ++forward_calls_;
-    logits->assign(inputs.size() * static_cast<size_t>(vocab_), 0.0f);
+    size_t n_rows = 0;
+    for (const RunnerInput& in : inputs) {
+      if (in.logit_rows < 0 || in.logit_rows > static_cast<int64_t>(in.tokens.size())) {
+        return Internal("fake runner: bad logit_rows");
+      }
+      n_rows += static_cast<size_t>(in.logit_rows);
+    }
+    logits->assign(n_rows * static_cast<size_t>(vocab_), 0.0f);
+    size_t out_row = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       auto* s = static_cast<FakeSequence*>(inputs[i].seq);
       const int64_t end = s->length() + static_cast<int64_t>(inputs[i].tokens.size());
@@ -76,12 +98,16 @@ class FakeRunner : public ModelRunner {
         const int64_t p = s->length() - 1;
         Slot(inputs[i].pages, p) = s->digests.back();
       }
-      // Logits from the digests as read back from the pages.
+      // The logits of position p come from the digests of [0, p] as read back from the pages.
+      const int64_t first = end - inputs[i].logit_rows;
       uint64_t h = 0x1234;
-      for (int64_t p = 0; p < end; ++p) h = Mix64(h ^ Slot(inputs[i].pages, p));
-      float* row = logits->data() + i * static_cast<size_t>(vocab_);
-      for (int64_t v = 0; v < vocab_; ++v) {
-        row[v] = static_cast<float>(Mix64(h + static_cast<uint64_t>(v)) >> 40) / 4194304.0f;
+      for (int64_t p = 0; p < end; ++p) {
+        h = Mix64(h ^ Slot(inputs[i].pages, p));
+        if (p < first) continue;
+        float* row = logits->data() + out_row++ * static_cast<size_t>(vocab_);
+        for (int64_t v = 0; v < vocab_; ++v) {
+          row[v] = static_cast<float>(Mix64(h + static_cast<uint64_t>(v)) >> 40) / 4194304.0f;
+        }
       }
     }
     return Status::Ok();
@@ -112,6 +138,7 @@ class FakeRunner : public ModelRunner {
   int64_t vocab_, page_tokens_, max_positions_;
   std::vector<uint64_t> slots_;
   int64_t forward_calls_ = 0;
+  bool fork_support_ = true;
 };
 
 }  // namespace deepinfer::engine::testing

@@ -187,8 +187,9 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
     const Segment& seg = ctx.segments[s];
     if (options.all_logits) {
       for (int64_t r = 0; r < seg.n_rows; ++r) out->logit_rows.push_back(seg.row0 + r);
-    } else if (inputs[s].want_logits) {
-      out->logit_rows.push_back(seg.row0 + seg.n_rows - 1);
+    } else {
+      const int64_t k = std::min(std::max<int64_t>(inputs[s].logit_rows, 0), seg.n_rows);
+      for (int64_t r = seg.n_rows - k; r < seg.n_rows; ++r) out->logit_rows.push_back(seg.row0 + r);
     }
   }
   const int64_t n_logit = static_cast<int64_t>(out->logit_rows.size());

@@ -37,7 +37,10 @@ namespace deepinfer::model {
 struct ForwardInput {
   SequenceState* state = nullptr;
   std::span<const int32_t> tokens;
-  bool want_logits = true;  // logits of the last row (a prefill chunk that is not the last: no)
+  // Logits of the last `logit_rows` rows of this input (at most its row count): 1 for the next
+  // token, 0 for a prefill chunk that is not the last, k+1 to verify k drafts, every row for
+  // prompt logprobs.
+  int64_t logit_rows = 1;
 };
 
 struct ForwardHooks {
@@ -51,7 +54,7 @@ struct ForwardHooks {
 
 struct ForwardOptions {
   IndexKeyMode index_key_mode = IndexKeyMode::kOfficial;
-  bool all_logits = false;  // logits of every row; else of each wanting input's last row
+  bool all_logits = false;  // logits of every row; else each input's last logit_rows rows
   bool want_taps = false;   // DSpark main hidden of every row
   const ForwardHooks* hooks = nullptr;
 };

@@ -108,6 +108,21 @@ void SealCompletePages(SequenceState* state, int64_t from) {
   }
 }
 
+SequenceState ForkSequenceState(const SequenceState& parent) {
+  CHECK(parent.own_store == nullptr) << "forking a sequence that owns its page store";
+  SequenceState s;
+  s.length = parent.length;
+  s.tokens = parent.tokens;
+  s.layers = parent.layers;
+  s.dspark = parent.dspark;
+  s.dspark_length = parent.dspark_length;
+  s.published_index_owner = parent.published_index_owner;
+  s.engram_history = parent.engram_history;
+  s.kv_store = parent.kv_store;
+  s.pages = parent.pages;
+  return s;
+}
+
 int64_t SequenceState::CacheBytes() const {
   int64_t bytes = 0;
   for (const LayerCache& c : layers) {

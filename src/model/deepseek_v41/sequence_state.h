@@ -77,6 +77,12 @@ void SealCompletePages(SequenceState* state, int64_t from);
 // engine pool, checks that it does (the engine reserves pages before a forward call).
 Status EnsurePages(SequenceState* state, int64_t positions);
 
+// A copy of `parent` for a parallel sample: every per-sequence cache copied, the same page store
+// and page table (the engine gives the fork its own table before the next forward call: shared
+// full pages, a copy of the partly written last one). `parent` must live in a store it does not
+// own (an engine pool).
+SequenceState ForkSequenceState(const SequenceState& parent);
+
 // A fresh state for a sequence of `config` whose pages live in `store` (the engine's pool), or,
 // when `store` is null, in a growable store of its own.
 SequenceState NewSequenceState(const ModelConfig& config,

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
+
+#include "tokenizer/utf8.h"
 
 namespace deepinfer::structured {
 namespace {
@@ -156,42 +159,16 @@ std::string CharClass::ToEbnf() const {
 }
 
 void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  tokenizer::AppendUtf8(static_cast<char32_t>(cp), out);
 }
 
 int32_t DecodeUtf8(const std::string& s, size_t* pos) {
-  CharClass any;
-  any.AddRange(0, kMaxCodePoint);
-  int32_t state = 0;
-  size_t start = *pos;
-  while (*pos < s.size()) {
-    state = any.Step(state, static_cast<uint8_t>(s[*pos]));
-    ++*pos;
-    if (state < 0) return -1;
-    if (state == 0) break;
-  }
-  if (state != 0 || *pos == start) return -1;
-  // Re-decode the validated bytes.
-  uint32_t cp = static_cast<uint8_t>(s[start]);
-  size_t n = *pos - start;
-  if (n > 1) {
-    cp &= (0x7F >> n);
-    for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<uint8_t>(s[start + i]) & 0x3F);
-  }
+  std::string_view rest(s);
+  rest.remove_prefix(std::min(*pos, s.size()));
+  if (rest.empty() || tokenizer::InvalidUtf8PrefixLength(rest, nullptr) != 0) return -1;
+  size_t n = 0;
+  const char32_t cp = tokenizer::DecodeUtf8(rest, &n);
+  *pos += n;
   return static_cast<int32_t>(cp);
 }
 

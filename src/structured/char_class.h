@@ -50,7 +50,7 @@ class CharClass {
   std::vector<std::pair<uint32_t, uint32_t>> ranges_;  // sorted, disjoint, non-adjacent
 };
 
-// Appends the UTF-8 encoding of `cp` to *out.
+// Appends the UTF-8 encoding of `cp` to *out (tokenizer/utf8.h does the work).
 void AppendUtf8(uint32_t cp, std::string* out);
 // Decodes one code point at s[*pos], advancing *pos; -1 on invalid UTF-8.
 int32_t DecodeUtf8(const std::string& s, size_t* pos);

@@ -8,90 +8,69 @@
 #include "structured/char_class.h"
 #include "structured/ebnf_parser.h"
 #include "structured/json_schema_formats.h"
+#include "structured/json_schema_keywords.h"
 #include "structured/number_ranges.h"
+#include "structured/one_of_check.h"
 #include "structured/regex_converter.h"
 
 namespace deepinfer::structured {
 namespace {
 
-using Json = nlohmann::ordered_json;  // keeps the schema's property order
-
-// Shared rules every converted schema may use.
-constexpr const char* kBaseRules = R"(
+// Shared rules every converted schema may use; `chars` is the class of characters written
+// unescaped inside strings.
+std::string BaseRules(const CharClass& chars) {
+  const std::string c = chars.ToEbnf();
+  return R"(
 comma ::= "," " "?
 colon ::= ":" " "?
 json_value ::= json_object | json_array | json_string | json_number | "true" | "false" | "null"
 json_object ::= "{" (json_string colon json_value (comma json_string colon json_value)*)? "}"
 json_array ::= "[" (json_value (comma json_value)*)? "]"
 json_string ::= "\"" json_chars
-json_chars ::= "\"" | [^"\\\x00-\x1F] json_chars | "\\" json_escape json_chars
-json_char ::= [^"\\\x00-\x1F] | "\\" json_escape
+json_chars ::= "\"" | )" +
+         c + R"( json_chars | "\\" json_escape json_chars
+json_char ::= )" +
+         c + R"( | "\\" json_escape
 json_escape ::= ["\\/bfnrt] | "u" [0-9a-fA-F]{4}
 json_number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?
-json_key_char ::= [^"\\\x00-\x1F]
+json_key_char ::= )" +
+         c + R"(
 json_key_rest ::= "\"" | json_key_char json_key_rest
 )";
-
-const std::set<std::string>& Annotations() {
-  static const std::set<std::string> k = {
-      "title",    "description",      "default",         "examples", "$schema",
-      "$id",      "$comment",         "deprecated",      "readOnly", "writeOnly",
-      "$anchor",  "contentMediaType", "contentEncoding", "$defs",    "definitions",
-      "nullable", "discriminator"};
-  return k;
-}
-const std::set<std::string>& Handled() {
-  static const std::set<std::string> k = {"type",
-                                          "enum",
-                                          "const",
-                                          "properties",
-                                          "required",
-                                          "additionalProperties",
-                                          "items",
-                                          "prefixItems",
-                                          "minItems",
-                                          "maxItems",
-                                          "minLength",
-                                          "maxLength",
-                                          "pattern",
-                                          "format",
-                                          "minimum",
-                                          "maximum",
-                                          "exclusiveMinimum",
-                                          "exclusiveMaximum",
-                                          "anyOf",
-                                          "oneOf",
-                                          "allOf",
-                                          "$ref"};
-  return k;
 }
 
-std::string JsonTypeOf(const Json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "boolean";
-  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
-  if (v.is_number()) return "number";
-  if (v.is_string()) return "string";
-  if (v.is_array()) return "array";
-  return "object";
+// Characters written unescaped in strings: all but `"`, `\`, controls and the excluded ones.
+CharClass StringChars(const CharClass& excluded) {
+  CharClass banned = excluded;
+  banned.AddRange(0, 0x1F);
+  banned.Add('"');
+  banned.Add('\\');
+  return banned.Complement();
 }
 
 class Converter {
  public:
-  explicit Converter(const Json& root) : root_(root) {}
+  Converter(const Json& root, const JsonSchemaOptions& options, std::string prefix)
+      : root_(root), options_(options), prefix_(std::move(prefix)) {}
 
-  StatusOr<std::string> Run() {
-    DI_ASSIGN_OR_RETURN(std::string top, Visit(root_, "root_value", 0));
-    std::string out = "root ::= ";
-    out += top;
-    out += "\n";
+  // An expression for the schema at `pointer` (its $refs resolve against the whole document).
+  StatusOr<std::string> Convert(const Json::json_pointer& pointer, const std::string& hint) {
+    try {
+      return Visit(root_.at(pointer), hint, 0);
+    } catch (const nlohmann::json::out_of_range&) {
+      return InvalidArgument("schema pointer '" + pointer.to_string() + "' does not resolve");
+    }
+  }
+  // The rules defined so far, one per line.
+  std::string Rules() const {
+    std::string out;
     for (const auto& [name, body] : rules_) {
       out += name;
       out += " ::= ";
       out += body;
       out += "\n";
     }
-    return out + kBaseRules;
+    return out;
   }
 
  private:
@@ -102,7 +81,7 @@ class Converter {
     for (char c : hint) clean += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     if (clean.empty() || !std::isalpha(static_cast<unsigned char>(clean[0]))) clean = "s" + clean;
     if (clean.size() > 40) clean.resize(40);
-    return clean + "_" + std::to_string(++n_rules_);
+    return prefix_ + clean + "_" + std::to_string(++n_rules_);
   }
   std::string Define(const std::string& hint, const std::string& body) {
     std::string name = NewRule(hint);
@@ -143,64 +122,6 @@ class Converter {
     return Status::Ok();
   }
 
-  // allOf-style merge of two object schemas (both without allOf/anyOf/oneOf/$ref).
-  StatusOr<Json> Merge(const Json& a, const Json& b) {
-    Json out = a;
-    for (auto it = b.begin(); it != b.end(); ++it) {
-      const std::string& k = it.key();
-      if (!out.contains(k)) {
-        out[k] = it.value();
-      } else if (k == "properties") {
-        for (auto p = it.value().begin(); p != it.value().end(); ++p) {
-          if (out[k].contains(p.key()) && out[k][p.key()] != p.value()) {
-            out[k][p.key()] = Json{{"allOf", Json::array({out[k][p.key()], p.value()})}};
-          } else {
-            out[k][p.key()] = p.value();
-          }
-        }
-      } else if (k == "required") {
-        for (const Json& r : it.value()) {
-          if (std::find(out[k].begin(), out[k].end(), r) == out[k].end()) out[k].push_back(r);
-        }
-      } else if (k == "type") {
-        Json ta = out[k].is_array() ? out[k] : Json::array({out[k]});
-        Json tb = it.value().is_array() ? it.value() : Json::array({it.value()});
-        Json both = Json::array();
-        for (const Json& t : ta) {
-          if (std::find(tb.begin(), tb.end(), t) != tb.end()) {
-            both.push_back(t);
-          } else if ((t == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) ||
-                     (t == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end())) {
-            both.push_back("integer");  // number and integer intersect in integer
-          }
-        }
-        if (both.empty()) return InvalidArgument("allOf: the types do not intersect");
-        out[k] = both;
-      } else if (k == "minimum" || k == "minLength" || k == "minItems" || k == "exclusiveMinimum") {
-        out[k] = std::max(out[k].get<double>(), it.value().get<double>());
-      } else if (k == "maximum" || k == "maxLength" || k == "maxItems" || k == "exclusiveMaximum") {
-        out[k] = std::min(out[k].get<double>(), it.value().get<double>());
-      } else if (Annotations().count(k) || out[k] == it.value()) {
-        continue;
-      } else {
-        return InvalidArgument("allOf: conflicting values of '" + k + "' cannot be merged");
-      }
-    }
-    // additionalProperties: false on one side excludes the other side's extra properties.
-    for (const Json* side : {&a, &b}) {
-      if (side->value("additionalProperties", Json(true)) == Json(false)) {
-        for (auto p = out["properties"].begin();
-             out.contains("properties") && p != out["properties"].end(); ++p) {
-          if (!side->contains("properties") || !(*side)["properties"].contains(p.key())) {
-            return InvalidArgument("allOf: additionalProperties false excludes property '" +
-                                   p.key() + "'");
-          }
-        }
-      }
-    }
-    return out;
-  }
-
   // Inlines $ref and allOf into one schema (for merging).
   StatusOr<Json> Flatten(const Json& s, int depth) {
     if (depth > kMaxDepth) return InvalidArgument("schema nesting too deep (recursive allOf?)");
@@ -213,7 +134,7 @@ class Converter {
       DI_ASSIGN_OR_RETURN(const Json* target, Resolve(out["$ref"].get<std::string>()));
       DI_ASSIGN_OR_RETURN(Json t, Flatten(*target, depth + 1));
       out.erase("$ref");
-      DI_ASSIGN_OR_RETURN(out, Merge(t, out));
+      DI_ASSIGN_OR_RETURN(out, MergeSchemas(t, out));
     }
     if (out.contains("allOf")) {
       Json subs = out["allOf"];
@@ -221,10 +142,22 @@ class Converter {
       if (!subs.is_array()) return InvalidArgument("'allOf' must be an array");
       for (const Json& sub : subs) {
         DI_ASSIGN_OR_RETURN(Json f, Flatten(sub, depth + 1));
-        DI_ASSIGN_OR_RETURN(out, Merge(out, f));
+        DI_ASSIGN_OR_RETURN(out, MergeSchemas(out, f));
       }
     }
     return out;
+  }
+
+  // oneOf branches as generated (flattened, siblings merged in) must exclude each other.
+  Status CheckOneOf(const Json& branches, const Json& siblings, int depth) {
+    std::vector<Json> flat;
+    for (const Json& b : branches) {
+      DI_ASSIGN_OR_RETURN(Json f, Flatten(b, depth + 1));
+      DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, f));
+      flat.push_back(std::move(merged));
+    }
+    return CheckOneOfExclusive(flat,
+                               [this, depth](const Json& x) { return Flatten(x, depth + 1); });
   }
 
   // Returns an EBNF expression (usually a rule name) for schema `s`.
@@ -263,6 +196,7 @@ class Converter {
       Json siblings = s;
       siblings.erase(key);
       const bool plain = Constraints(siblings).empty();
+      if (std::string(key) == "oneOf") DI_RETURN_IF_ERROR(CheckOneOf(s[key], siblings, depth));
       std::string body;
       for (size_t i = 0; i < s[key].size(); ++i) {
         std::string alt;
@@ -270,14 +204,14 @@ class Converter {
           DI_ASSIGN_OR_RETURN(alt, Visit(s[key][i], hint + "_" + std::to_string(i), depth + 1));
         } else {
           DI_ASSIGN_OR_RETURN(Json branch, Flatten(s[key][i], depth + 1));
-          DI_ASSIGN_OR_RETURN(Json merged, Merge(siblings, branch));
+          DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, branch));
           DI_ASSIGN_OR_RETURN(alt, Visit(merged, hint + "_" + std::to_string(i), depth + 1));
         }
         body += (i ? " | " : "") + alt;
       }
       return Define(hint, body);
     }
-    if (s.contains("const")) return Define(hint, EbnfQuote(s["const"].dump()));
+    if (s.contains("const")) return Define(hint, Literal(s["const"]));
     std::vector<std::string> types;
     if (s.contains("type")) {
       const Json& t = s["type"];
@@ -334,7 +268,7 @@ class Converter {
       bool ok = types.empty();
       for (const std::string& t : types) ok |= t == vt || (t == "number" && vt == "integer");
       if (!ok) continue;
-      body += (body.empty() ? "" : " | ") + EbnfQuote(v.dump());
+      body += (body.empty() ? "" : " | ") + Literal(v);
     }
     if (body.empty()) return InvalidArgument("no 'enum' value has the schema's type");
     return Define(hint, body);
@@ -402,7 +336,8 @@ class Converter {
       }
       if (!s["pattern"].is_string()) return InvalidArgument("'pattern' must be a string");
       DI_ASSIGN_OR_RETURN(std::string e, RegexToEbnfExpression(s["pattern"].get<std::string>(),
-                                                               /*json_string_content=*/true));
+                                                               /*json_string_content=*/true,
+                                                               &options_.string_excluded));
       return Define(hint + "_pattern", "\"\\\"\" " + e + " \"\\\"\"");
     }
     if (!has_len) return std::string("json_string");
@@ -426,7 +361,7 @@ class Converter {
       bool ok = true;
       for (size_t p = 0; p < n.size() && ok;) {
         int32_t cp = DecodeUtf8(n, &p);
-        if (cp < 0x20 || cp == '"' || cp == '\\') {
+        if (cp < 0x20 || cp == '"' || cp == '\\' || options_.string_excluded.Contains(cp)) {
           ok = false;  // never produced by an unescaped key: nothing to exclude
           break;
         }
@@ -446,14 +381,7 @@ class Converter {
     for (size_t i = 0; i < trie.size(); ++i) {
       std::string body;
       if (!trie[i].terminal) body = "\"\\\"\"";
-      CharClass other;
-      other.AddRange(0x20, kMaxCodePoint);
-      other = other.Minus([] {
-        CharClass c;
-        c.Add('"');
-        c.Add('\\');
-        return c;
-      }());
+      CharClass other = StringChars(options_.string_excluded);
       for (const auto& [cp, child] : trie[i].next) {
         std::string lit;
         AppendUtf8(cp, &lit);
@@ -482,14 +410,14 @@ class Converter {
       for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
         DI_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), hint + "_" + it.key(), depth + 1));
         names.push_back(it.key());
-        props.emplace_back(EbnfQuote(Json(it.key()).dump()), v);
+        props.emplace_back(Literal(Json(it.key())), v);
         required.push_back(req.count(it.key()) > 0);
       }
     }
     for (const std::string& r : req) {
       if (std::find(names.begin(), names.end(), r) != names.end()) continue;
       names.push_back(r);
-      props.emplace_back(EbnfQuote(Json(r).dump()), "json_value");
+      props.emplace_back(Literal(Json(r)), "json_value");
       required.push_back(true);
     }
     std::string extra;  // one additional "key": value pair, or empty
@@ -566,7 +494,14 @@ class Converter {
     return "\"[\" " + rest + " \"]\"";
   }
 
+  // A JSON value as an EBNF literal (excluded characters \u-escaped: all non-ASCII then is).
+  std::string Literal(const Json& v) const {
+    return EbnfQuote(v.dump(-1, ' ', /*ensure_ascii=*/!options_.string_excluded.empty()));
+  }
+
   const Json& root_;
+  const JsonSchemaOptions& options_;
+  std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> ref_rules_;
   int n_rules_ = 0;
@@ -581,13 +516,31 @@ StatusOr<std::string> JsonSchemaToEbnf(std::string_view schema) {
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("JSON Schema is not valid JSON: ") + e.what());
   }
+  DI_ASSIGN_OR_RETURN(SchemaRules r, JsonSchemaRules(root, {Json::json_pointer()}, "", {}));
+  return "root ::= " + r.roots[0] + "\n" + r.rules + JsonBaseRules({});
+}
+
+StatusOr<SchemaRules> JsonSchemaRules(const Json& document,
+                                      const std::vector<Json::json_pointer>& schemas,
+                                      const std::string& prefix, const JsonSchemaOptions& options) {
   try {
-    return Converter(root).Run();
+    Converter c(document, options, prefix);
+    SchemaRules out;
+    for (const auto& p : schemas) {
+      DI_ASSIGN_OR_RETURN(std::string e, c.Convert(p, "root_value"));
+      out.roots.push_back(std::move(e));
+    }
+    out.rules = c.Rules();
+    return out;
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(std::string("malformed JSON Schema: ") + e.what());
   }
 }
 
-std::string JsonObjectEbnf() { return std::string("root ::= json_object\n") + kBaseRules; }
+std::string JsonBaseRules(const JsonSchemaOptions& options) {
+  return BaseRules(StringChars(options.string_excluded));
+}
+
+std::string JsonObjectEbnf() { return "root ::= json_object\n" + JsonBaseRules({}); }
 
 }  // namespace deepinfer::structured

@@ -1,6 +1,9 @@
 #include "structured/number_ranges.h"
 
+#include <charconv>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <vector>
 
 namespace deepinfer::structured {
@@ -74,6 +77,106 @@ std::vector<std::string> IntegerAlternatives(std::optional<int64_t> lo, std::opt
   return alts;
 }
 
+// A decimal as written by std::to_chars (fixed, shortest round trip): sign, integer part and
+// fraction digits without trailing zeros.
+struct Decimal {
+  bool negative = false;
+  int64_t whole = 0;
+  std::string fraction;
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Decimal ToDecimal(double v) {
+  char buf[512];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+  std::string text(buf, r.ptr);
+  Decimal d;
+  if (!text.empty() && text[0] == '-') d.negative = true, text.erase(0, 1);
+  const size_t dot = text.find('.');
+  d.whole = std::stoll(text.substr(0, dot));
+  if (dot != std::string::npos) d.fraction = text.substr(dot + 1);
+  while (!d.fraction.empty() && d.fraction.back() == '0') d.fraction.pop_back();
+  if (d.whole == 0 && d.fraction.empty()) d.negative = false;
+  return d;
+}
+
+Decimal Negate(Decimal d) {
+  if (d.whole != 0 || !d.fraction.empty()) d.negative = !d.negative;
+  return d;
+}
+
+// Magnitude comparison of two non-negative decimals, then with signs.
+bool LessMagnitude(const Decimal& x, const Decimal& y) {
+  if (x.whole != y.whole) return x.whole < y.whole;
+  return x.fraction < y.fraction;  // no trailing zeros: lexicographic order is numeric order
+}
+bool Less(const Decimal& x, const Decimal& y) {
+  if (x.negative != y.negative) return x.negative;
+  return x.negative ? LessMagnitude(y, x) : LessMagnitude(x, y);
+}
+
+std::string Digit(char c) { return "\"" + std::string(1, c) + "\""; }
+std::string DigitRange(char a, char b) {
+  return a == b ? Digit(a) : "[" + std::string(1, a) + "-" + std::string(1, b) + "]";
+}
+
+// Fraction digit strings d (from position i on, the digits before equal to f's) with
+// 0.d >= 0.f; f has no trailing zeros. May be empty once f is used up.
+std::string FractionAtLeast(const std::string& f, size_t i) {
+  if (i >= f.size()) return "[0-9]*";
+  std::vector<std::string> alts;
+  if (f[i] < '9') alts.push_back(DigitRange(f[i] + 1, '9') + " [0-9]*");
+  alts.push_back(Digit(f[i]) + " " + FractionAtLeast(f, i + 1));
+  return Join(alts);
+}
+
+// The same with 0.d <= 0.g; may_end: d may stop here (not at its first digit).
+std::string FractionAtMost(const std::string& g, size_t i, bool may_end) {
+  if (i >= g.size()) return may_end ? "\"0\"*" : "\"0\"+";
+  std::vector<std::string> alts;
+  if (g[i] > '0') alts.push_back(DigitRange('0', g[i] - 1) + " [0-9]*");
+  alts.push_back(Digit(g[i]) + " " + FractionAtMost(g, i + 1, true));
+  if (may_end) alts.push_back("\"\"");
+  return Join(alts);
+}
+
+// 0.f <= 0.d <= 0.g (0.f <= 0.g), digits before position i equal to both.
+std::string FractionBetween(const std::string& f, const std::string& g, size_t i) {
+  if (i >= f.size()) return FractionAtMost(g, i, i > 0);
+  const char fi = f[i], gi = i < g.size() ? g[i] : '0';
+  if (fi == gi) return Digit(fi) + " " + FractionBetween(f, g, i + 1);
+  std::vector<std::string> alts;  // fi < gi since 0.f <= 0.g
+  alts.push_back(Digit(fi) + " " + FractionAtLeast(f, i + 1));
+  if (gi - fi > 1) alts.push_back(DigitRange(fi + 1, gi - 1) + " [0-9]*");
+  alts.push_back(Digit(gi) + " " + FractionAtMost(g, i + 1, true));
+  return Join(alts);
+}
+
+// Unsigned decimals (integer part without leading zeros, optional fraction) in [lo, hi]
+// (hi: nullopt = unbounded); lo <= hi, both non-negative.
+std::string NonNegative(const Decimal& lo, const std::optional<Decimal>& hi) {
+  const std::string a = std::to_string(lo.whole);
+  std::vector<std::string> alts;
+  if (hi && hi->whole == lo.whole) {
+    if (lo.fraction.empty()) alts.push_back("\"" + a + "\"");
+    alts.push_back("\"" + a + ".\" " + FractionBetween(lo.fraction, hi->fraction, 0));
+    return Join(alts);
+  }
+  alts.push_back("\"" + a + "\" " +
+                 (lo.fraction.empty() ? std::string("(\".\" [0-9]+)?")
+                                      : "\".\" " + FractionAtLeast(lo.fraction, 0)));
+  const int64_t mid_hi = hi ? hi->whole - 1 : kNone;
+  if (mid_hi == kNone || lo.whole + 1 <= mid_hi) {
+    alts.push_back(Magnitude(lo.whole + 1, mid_hi) + " (\".\" [0-9]+)?");
+  }
+  if (hi) {
+    const std::string b = std::to_string(hi->whole);
+    alts.push_back("\"" + b + "\" (\".\" " + FractionAtMost(hi->fraction, 0, false) + ")?");
+  }
+  return Join(alts);
+}
+
 Status CheckBounds(const NumberBounds& b) {
   for (const auto& v : {b.minimum, b.maximum}) {
     if (v && !(std::fabs(*v) <= kLimit)) {
@@ -105,39 +208,29 @@ StatusOr<std::string> IntegerRangeEbnf(const NumberBounds& bounds) {
 
 StatusOr<std::string> NumberRangeEbnf(const NumberBounds& bounds) {
   DI_RETURN_IF_ERROR(CheckBounds(bounds));
-  auto lo = IntLo(bounds), hi = IntHi(bounds);
+  // Inclusive decimal bounds; an exclusive bound moves to the neighbouring double.
+  std::optional<Decimal> lo, hi;
+  if (bounds.minimum) {
+    lo = ToDecimal(bounds.exclusive_minimum ? std::nextafter(*bounds.minimum, kInf)
+                                            : *bounds.minimum);
+  }
+  if (bounds.maximum) {
+    hi = ToDecimal(bounds.exclusive_maximum ? std::nextafter(*bounds.maximum, -kInf)
+                                            : *bounds.maximum);
+  }
+  if (lo && hi && Less(*hi, *lo)) return InvalidArgument("no number lies within the bounds");
   std::vector<std::string> alts;
-  if (!lo || !hi || *lo <= *hi) alts = IntegerAlternatives(lo, hi);
-  const std::string fraction = " \".\" [0-9]+";
-  // Non-negative I with [I, I+1) inside the bounds.
-  {
-    const int64_t a = lo ? std::max<int64_t>(0, *lo) : 0;
-    const int64_t b =
-        bounds.maximum ? static_cast<int64_t>(std::floor(*bounds.maximum)) - 1 : kNone;
-    if (b == kNone || (b >= 0 && a <= b)) alts.push_back(Magnitude(a, b) + fraction);
+  const Decimal zero;
+  if (!hi || !hi->negative) {  // x >= 0, written without a sign
+    const Decimal from = lo && !lo->negative ? *lo : zero;
+    alts.push_back(NonNegative(from, hi));
   }
-  // "-k.f" with (-(k+1), -k] inside the bounds.
-  {
-    const int64_t a = hi ? std::max<int64_t>(0, -*hi) : 0;
-    const int64_t b =
-        bounds.minimum ? static_cast<int64_t>(std::floor(-*bounds.minimum)) - 1 : kNone;
-    if (b == kNone || (b >= 0 && a <= b)) alts.push_back("\"-\" " + Magnitude(a, b) + fraction);
+  if (!lo || lo->negative) {  // "-" y with y in [max(0, -hi), -lo] ("-0" is 0: within bounds)
+    const Decimal from = hi && hi->negative ? Negate(*hi) : zero;
+    std::optional<Decimal> to;
+    if (lo) to = Negate(*lo);
+    alts.push_back("\"-\" " + NonNegative(from, to));
   }
-  // At an exclusive integral bound, the bound's own integer part with a non-zero fraction:
-  // lo.f (f > 0) for exclusiveMinimum lo >= 0, -k.f for exclusiveMaximum -k <= 0.
-  const std::string nonzero_fraction = " \".\" [0-9]* [1-9]";
-  auto integral = [](double v) { return std::floor(v) == v; };
-  if (bounds.minimum && bounds.exclusive_minimum && integral(*bounds.minimum) &&
-      *bounds.minimum >= 0 && (!bounds.maximum || *bounds.minimum + 1 <= *bounds.maximum)) {
-    alts.push_back("\"" + std::to_string(static_cast<int64_t>(*bounds.minimum)) + "\"" +
-                   nonzero_fraction);
-  }
-  if (bounds.maximum && bounds.exclusive_maximum && integral(*bounds.maximum) &&
-      *bounds.maximum <= 0 && (!bounds.minimum || *bounds.maximum - 1 >= *bounds.minimum)) {
-    alts.push_back("\"-" + std::to_string(static_cast<int64_t>(-*bounds.maximum)) + "\"" +
-                   nonzero_fraction);
-  }
-  if (alts.empty()) return InvalidArgument("no number lies within the bounds");
   return Join(alts);
 }
 

@@ -33,7 +33,8 @@ CharClass Space() {
 
 class RegexParser {
  public:
-  RegexParser(std::string_view p, bool json) : s_(p), json_(json) {}
+  RegexParser(std::string_view p, bool json, const CharClass* excluded)
+      : s_(p), json_(json), excluded_(excluded) {}
 
   StatusOr<std::string> Parse() {
     if (pos_ < s_.size() && s_[pos_] == '^') ++pos_;
@@ -310,6 +311,7 @@ class RegexParser {
   }
 
   std::string ClassText(CharClass cls) const {
+    if (excluded_ != nullptr) cls = cls.Minus(*excluded_);
     if (json_) {
       CharClass banned;
       banned.AddRange(0, 0x1F);
@@ -322,7 +324,9 @@ class RegexParser {
 
   std::string LiteralText(uint32_t cp) const {
     std::string bytes;
-    if (json_ && (cp < 0x20 || cp == '"' || cp == '\\')) {
+    const bool excluded = excluded_ != nullptr && excluded_->Contains(cp);
+    if (excluded && !json_) return CharClass().ToEbnf();  // never written raw: matches nothing
+    if (json_ && (cp < 0x20 || cp == '"' || cp == '\\' || excluded)) {
       switch (cp) {
         case '"':
           bytes = "\\\"";
@@ -353,17 +357,19 @@ class RegexParser {
 
   std::string_view s_;
   bool json_;
+  const CharClass* excluded_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-StatusOr<std::string> RegexToEbnfExpression(std::string_view pattern, bool json_string_content) {
-  return RegexParser(pattern, json_string_content).Parse();
+StatusOr<std::string> RegexToEbnfExpression(std::string_view pattern, bool json_string_content,
+                                            const CharClass* excluded) {
+  return RegexParser(pattern, json_string_content, excluded).Parse();
 }
 
 StatusOr<std::string> RegexToEbnf(std::string_view pattern) {
-  DI_ASSIGN_OR_RETURN(std::string e, RegexToEbnfExpression(pattern, false));
+  DI_ASSIGN_OR_RETURN(std::string e, RegexToEbnfExpression(pattern, false, nullptr));
   return "root ::= " + e + "\n";
 }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "structured/char_class.h"
 
 namespace deepinfer::structured {
 
@@ -22,6 +23,9 @@ StatusOr<std::string> RegexToEbnf(std::string_view pattern);
 // An EBNF expression for the pattern. json_string_content: the expression matches the JSON
 // encoding of strings the pattern matches, as it appears between the quotes: `"` `\` and control
 // characters in literals are written as JSON escapes, and classes never produce them.
-StatusOr<std::string> RegexToEbnfExpression(std::string_view pattern, bool json_string_content);
+// excluded (may be null): characters the expression never writes raw; classes leave them out, a
+// literal one becomes a \u escape in JSON content and otherwise a branch that matches nothing.
+StatusOr<std::string> RegexToEbnfExpression(std::string_view pattern, bool json_string_content,
+                                            const CharClass* excluded = nullptr);
 
 }  // namespace deepinfer::structured

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "structured/tool_call_grammar.h"
 #include "structured/vocabulary.h"
 
 namespace deepinfer::tools {
@@ -15,14 +16,37 @@ StatusOr<std::unique_ptr<StructuredOutputs>> StructuredOutputs::Create(
   return s;
 }
 
+StatusOr<std::shared_ptr<const structured::CompiledGrammar>> StructuredOutputs::ToolCalls(
+    const nlohmann::json& spec) {
+  if (!spec.is_object() || !spec.contains("functions") || !spec["functions"].is_string()) {
+    return InvalidArgument("tool_calls must be {\"functions\": \"<JSON text>\", \"name\"?, ...}");
+  }
+  const nlohmann::ordered_json functions = nlohmann::ordered_json::parse(
+      spec["functions"].get<std::string>(), nullptr, /*allow_exceptions=*/false);
+  if (functions.is_discarded()) return InvalidArgument("tool_calls.functions is not JSON");
+  std::string name;
+  if (spec.contains("name") && !spec["name"].is_null()) {
+    if (!spec["name"].is_string()) return InvalidArgument("tool_calls.name must be a string");
+    name = spec["name"].get<std::string>();
+  }
+  bool parallel = true;
+  if (spec.contains("parallel") && spec["parallel"].is_boolean()) {
+    parallel = spec["parallel"].get<bool>();
+  }
+  DI_ASSIGN_OR_RETURN(std::string ebnf, structured::DsmlToolCallsEbnf(functions, name, parallel));
+  return compiler_->CompileEbnf(ebnf);
+}
+
 StatusOr<std::shared_ptr<const structured::CompiledGrammar>> StructuredOutputs::FromRequest(
     const nlohmann::json& body) {
   const bool rf = body.contains("response_format") && !body["response_format"].is_null();
   const bool re = body.contains("regex") && !body["regex"].is_null();
   const bool gr = body.contains("grammar") && !body["grammar"].is_null();
-  if (rf + re + gr > 1) {
-    return InvalidArgument("give at most one of response_format, regex and grammar");
+  const bool tc = body.contains("tool_calls") && !body["tool_calls"].is_null();
+  if (rf + re + gr + tc > 1) {
+    return InvalidArgument("give at most one of response_format, regex, grammar and a forced tool");
   }
+  if (tc) return ToolCalls(body["tool_calls"]);
   if (re) {
     if (!body["regex"].is_string()) return InvalidArgument("regex must be a string");
     return compiler_->CompileRegex(body["regex"].get<std::string>());

@@ -2,6 +2,9 @@
 //   "response_format": {"type": "text"} | {"type": "json_object"} |
 //                      {"type": "json_schema", "json_schema": {"schema": {...}, ...}}
 //   "regex": "<pattern>"          "grammar": "<EBNF text, start rule root>"
+//   "tool_calls": {"functions": "<JSON text: OpenAI function objects>", "name": "<forced tool>"
+//                  or "" (any tool), "parallel": several calls allowed}   (the server's forced
+//                  tool_choice: the DSML tool-call grammar, structured/tool_call_grammar.h)
 // At most one of them. Returns null when none constrains the output.
 #pragma once
 
@@ -25,6 +28,8 @@ class StructuredOutputs {
   structured::GrammarCompiler& compiler() { return *compiler_; }
 
  private:
+  StatusOr<std::shared_ptr<const structured::CompiledGrammar>> ToolCalls(
+      const nlohmann::json& spec);
   std::unique_ptr<structured::GrammarCompiler> compiler_;
 };
 

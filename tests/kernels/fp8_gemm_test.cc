@@ -323,5 +323,43 @@ TEST(Fp8GemmTest, CloseToFloat64DequantizedProduct) {
   }
 }
 
+// Fp8GemmMany gives every job exactly Fp8Gemm's bits: jobs of 1, 5 and 64 rows (one shared
+// region on AVX-512), 100 rows (panel GEMM) and raw activations, strided outputs into one buffer.
+TEST(Fp8GemmTest, ManyMatchesOneByOne) {
+  ThreadPool pool(2);
+  const int64_t k = 96;
+  const int64_t ms[] = {1, 5, 64, 100, 3};
+  const int64_t ns[] = {77, 64, 130, 40, 33};
+  std::vector<Weights> wts;
+  std::vector<PackedFp8Matrix> ws;
+  std::vector<std::vector<uint16_t>> xs;
+  for (int j = 0; j < 5; ++j) {
+    wts.push_back(RandomWeights(ns[j], k, 50 + j));
+    ws.push_back(Pack(wts.back()));
+    const std::vector<uint16_t> x = RandomActs(ms[j], k, 60 + j);
+    xs.push_back(j == 4 ? x : Quantize(x, ms[j], k));
+  }
+  const int64_t ldo = 800;  // each job writes columns [160j, 160j + n) of shared rows
+  std::vector<float> want(100 * ldo, 1.5f), got(100 * ldo, 1.5f);
+  std::vector<Fp8GemmJob> jobs(5);
+  for (int j = 0; j < 5; ++j) {
+    Fp8GemmParams& p = jobs[j].params;
+    jobs[j].w = &ws[j];
+    p.x = xs[j].data();
+    p.m = ms[j];
+    p.ldx = k;
+    p.x_kind = j == 4 ? ActKind::kRawBf16 : ActKind::kQuantizedBf16;
+    p.ldo = ldo;
+    p.out_dtype = OutDtype::kF32;
+    p.out = want.data() + 160 * j;
+    ASSERT_TRUE(Fp8Gemm(p, ws[j], pool).ok());
+    p.out = got.data() + 160 * j;
+  }
+  ASSERT_TRUE(Fp8GemmMany(jobs, pool).ok());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(Bits(want[i]), Bits(got[i])) << i;
+  jobs[2].params.ldo = 10;  // < n
+  EXPECT_FALSE(Fp8GemmMany(jobs, pool).ok());
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

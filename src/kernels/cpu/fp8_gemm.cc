@@ -2,6 +2,7 @@
 #include "kernels/cpu/fp8_gemm.h"
 
 #include <string>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "kernels/cpu/act_quant.h"
@@ -13,10 +14,8 @@ namespace deepinfer::kernels {
 namespace {
 // Rows per parallel quantization region worth a fork/join (~1 µs per 5120-wide row).
 constexpr int64_t kQuantRowsPerThread = 16;
-}  // namespace
 
-Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool& pool) {
-  if (params.m <= 0) return Status::Ok();
+Status CheckParams(const Fp8GemmParams& params, const PackedFp8Matrix& w) {
   if (params.x == nullptr || params.out == nullptr) return InvalidArgument("Fp8Gemm: null x/out");
   if (w.n <= 0 || w.codes.data() == nullptr) return InvalidArgument("Fp8Gemm: empty weights");
   if (params.ldx < w.k || params.ldo < w.n) {
@@ -24,6 +23,13 @@ Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool
         "Fp8Gemm: ldx=" + std::to_string(params.ldx) + " must be >= k=" + std::to_string(w.k) +
         " and ldo=" + std::to_string(params.ldo) + " >= n=" + std::to_string(w.n));
   }
+  return Status::Ok();
+}
+}  // namespace
+
+Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool& pool) {
+  if (params.m <= 0) return Status::Ok();
+  DI_RETURN_IF_ERROR(CheckParams(params, w));
   const uint16_t* xq = params.x;
   int64_t ldq = params.ldx;
   thread_local AlignedBuffer<uint16_t> xq_buf;
@@ -54,6 +60,31 @@ Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool
     case CpuLevel::kScalar:
       fp8_internal::Fp8GemmScalar(xq, params.m, ldq, w, out, pool);
       break;
+  }
+  return Status::Ok();
+}
+
+Status Fp8GemmMany(std::span<const Fp8GemmJob> jobs, ThreadPool& pool) {
+  for (const Fp8GemmJob& j : jobs) {
+    if (j.w == nullptr) return InvalidArgument("Fp8GemmMany: null weights");
+    if (j.params.m > 0) DI_RETURN_IF_ERROR(CheckParams(j.params, *j.w));
+  }
+  // Small quantized jobs share one region; the rest (raw activations to quantize, the panel GEMM,
+  // other CPU levels) go through Fp8Gemm one by one.
+  thread_local std::vector<fp8_internal::Fp8GemvJob> small;
+  small.clear();
+  for (const Fp8GemmJob& j : jobs) {
+    const Fp8GemmParams& p = j.params;
+    if (p.m <= 0) continue;
+    if (ActiveCpuLevel() == CpuLevel::kAvx512 && p.m <= fp8_internal::kGemvMaxRows &&
+        p.x_kind == ActKind::kQuantizedBf16) {
+      small.push_back({p.x, p.m, p.ldx, j.w, {p.out, p.ldo, p.out_dtype}});
+    } else {
+      DI_RETURN_IF_ERROR(Fp8Gemm(p, *j.w, pool));
+    }
+  }
+  if (!small.empty()) {
+    fp8_internal::Fp8GemvManyAvx512(small.data(), static_cast<int64_t>(small.size()), pool);
   }
   return Status::Ok();
 }

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -75,6 +76,18 @@ struct Fp8GemmParams {
 // from ActiveCpuLevel() and m: the GEMV (m = 1), GEMV-M (m up to kFp8GemvMaxRows, 8 rows at a
 // time) or the panel GEMM. Errors on null pointers or inconsistent sizes.
 Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool& pool);
+
+// Several independent products in one call (e.g. the output groups of `wo_a`). On AVX-512, jobs
+// of up to 64 rows with ActKind::kQuantizedBf16 input (the GEMV / GEMV-M paths) share one
+// parallel region over the union of their weight panels: one thread hand-off instead of one per
+// job. Other jobs (the panel GEMM, which balances its own work; raw input) run one after the
+// other through Fp8Gemm. Each output gets exactly the
+// bits Fp8Gemm gives it. Errors as Fp8Gemm, checked for every job before any runs.
+struct Fp8GemmJob {
+  const PackedFp8Matrix* w = nullptr;
+  Fp8GemmParams params;
+};
+Status Fp8GemmMany(std::span<const Fp8GemmJob> jobs, ThreadPool& pool);
 
 // Convenience forms: raw bf16 x [m][k] (quantized inside) -> bf16 / fp32 out [m][n], dense.
 Status Fp8GemmBf16(const uint16_t* x, int64_t m, const PackedFp8Matrix& w, uint16_t* out,

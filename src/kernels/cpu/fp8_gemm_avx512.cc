@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "kernels/cpu/act_pack.h"
 #include "kernels/cpu/aligned_buffer.h"
@@ -105,6 +106,41 @@ void Fp8GemmAvx512(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Ma
   }
   pool.ParallelFor(w.n_panels, 1,
                    [&](int64_t p0, int64_t p1) { Fp8GemvPanelsAvx512(xp, m, w, p0, p1, out); });
+}
+
+void Fp8GemvManyAvx512(const Fp8GemvJob* jobs, int64_t n_jobs, ThreadPool& pool) {
+  // Per job: activations packed as Fp8GemmAvx512 packs them, and its first global panel.
+  thread_local AlignedBuffer<uint32_t> xp_buf;
+  thread_local std::vector<int64_t> first_panel, xp_at;
+  first_panel.assign(1, 0);
+  xp_at.assign(1, 0);
+  for (int64_t j = 0; j < n_jobs; ++j) {
+    first_panel.push_back(first_panel.back() + jobs[j].w->n_panels);
+    xp_at.push_back(xp_at.back() + jobs[j].m * (jobs[j].w->k / 2));
+  }
+  xp_buf.EnsureSize(static_cast<size_t>(xp_at.back()));
+  for (int64_t j = 0; j < n_jobs; ++j) {
+    const Fp8GemvJob& g = jobs[j];
+    uint32_t* xp = xp_buf.data() + xp_at[j];
+    for (int64_t r0 = 0; r0 < g.m; r0 += 8) {
+      PackActPairs(g.xq + r0 * g.ldx, std::min<int64_t>(8, g.m - r0), g.ldx, g.w->k,
+                   xp + r0 * (g.w->k / 2));
+    }
+  }
+  // Global panel range [g0, g1) -> each job's overlapping local range. The lambda runs on pool
+  // threads, so it reads the caller's thread_local buffers through these pointers.
+  const int64_t* first = first_panel.data();
+  const int64_t* at = xp_at.data();
+  const uint32_t* xp_all = xp_buf.data();
+  pool.ParallelFor(first_panel.back(), 1, [&](int64_t g0, int64_t g1) {
+    for (int64_t j = 0; j < n_jobs; ++j) {
+      const int64_t b = std::max(g0, first[j]), e = std::min(g1, first[j + 1]);
+      if (b < e) {
+        Fp8GemvPanelsAvx512(xp_all + at[j], jobs[j].m, *jobs[j].w, b - first[j], e - first[j],
+                            jobs[j].out);
+      }
+    }
+  });
 }
 
 }  // namespace deepinfer::kernels::fp8_internal

@@ -36,6 +36,17 @@ void Fp8GemmAvx2(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matr
 void Fp8GemmScalar(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matrix& w,
                    const OutView& out, ThreadPool& pool);
 
+// GEMV-M of several products in one parallel region over the union of their panels (each job
+// m <= kGemvMaxRows, scaled activations). fp8_gemm_avx512.cc.
+struct Fp8GemvJob {
+  const uint16_t* xq;
+  int64_t m;
+  int64_t ldx;
+  const PackedFp8Matrix* w;
+  OutView out;
+};
+void Fp8GemvManyAvx512(const Fp8GemvJob* jobs, int64_t n_jobs, ThreadPool& pool);
+
 // AVX-512 pieces used by the driver (fp8_gemv_avx512.cc / fp8_gemm_avx512.cc).
 // GEMV-M over panels [p0, p1) for all m rows, 8-row chunks (each panel is re-read from L2 for the
 // chunks after the first). xp: activations packed per chunk of 8 rows: chunk r0/8 at

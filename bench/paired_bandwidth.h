@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/machine_limits.h"
+
 namespace deepinfer::bench {
 
 class PairedReader {
@@ -20,13 +22,10 @@ class PairedReader {
   // bytes_per_call: the bytes the kernel streams per call; the buffer holds >= 256 MiB of slices.
   explicit PairedReader(size_t bytes_per_call);
   // Reads the next slice with all threads of the default pool; returns seconds taken.
-  double ReadSlice();
+  double ReadSlice() { return probe_.ReadSlice(); }
 
  private:
-  size_t slice_bytes_;
-  size_t n_slices_;
-  size_t next_ = 0;
-  std::vector<uint8_t> buffer_;
+  ReadBandwidthProbe probe_;  // core/machine_limits.h: shared with `deepinfer bench`
 };
 
 // Times `kernel` with manual timing; before each call, reads a paired slice. Sets counters:

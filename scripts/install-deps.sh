@@ -14,6 +14,7 @@ PACKAGES=(
   libpcre2-dev libicu-dev libxxhash-dev
   libboost1.74-dev  # Boost.Asio + Beast: the HTTP server (src/server)
   python3 python3-jsonschema  # tests/structured/validate_outputs.py
+  gnuplot-nox  # deepinfer bench-serve --plot (throughput-latency SVG)
 )
 # Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

@@ -17,6 +17,8 @@ int Main(int argc, char** argv) {
   RegisterRenderChat(app, &exit_code);
   RegisterParseOutput(app, &exit_code);
   RegisterServe(app, &exit_code);
+  RegisterBench(app, &exit_code);
+  RegisterBenchServe(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,172 @@
+// `deepinfer bench --model DIR [--batch 1,8,32] [--prompt-len 512] [--decode-len 32] [--json]
+//  [--shared-prefix N [--suffix-len S] [--repeat R]] [engine flags]`: offline throughput through
+// the engine against the read bandwidth and compute peak measured in the same run
+// (tools/bench_offline.h). Lists sweep the cartesian product. --json prints one object per
+// configuration (one line each) on stdout; progress goes to stderr.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tools/bench_offline.h"
+#include "tools/cli.h"
+#include "tools/engine_setup.h"
+#include "tools/json_lines.h"
+
+namespace deepinfer::tools {
+namespace {
+
+struct BenchArgs {
+  std::string model_dir;
+  std::string tokenizer_dir;
+  std::string batch = "1";
+  std::string prompt_len = "128";
+  std::string decode_len = "32";
+  int64_t shared_prefix = 0;
+  int64_t suffix_len = 32;
+  int repeat = 1;
+  bool json = false;
+  bool no_warmup = false;
+  BenchOptions options;
+  EngineFlags engine;
+  bool throughput_given = false;  // --batch / --prompt-len / --decode-len on the command line
+};
+
+StatusOr<std::vector<int64_t>> ParseList(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 1) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      return InvalidArgument(flag + ": not a positive integer: '" + item + "'");
+    }
+  }
+  if (out.empty()) return InvalidArgument(flag + " is empty");
+  return out;
+}
+
+std::string Opt(const nlohmann::ordered_json& v, const char* fmt, double scale = 1.0) {
+  if (v.is_null()) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v.get<double>() * scale);
+  return buf;
+}
+
+void PrintHuman(const nlohmann::ordered_json& j) {
+  if (j["mode"] == "shared_prefix") {
+    std::printf(
+        "shared prefix %lld + %lld: cold TTFT %.1f ms, prefix-hit TTFT %.1f ms (%.1f%% of "
+        "cold, %lld cached tokens), load %.2f\n",
+        static_cast<long long>(j["shared_prefix"].get<int64_t>()),
+        static_cast<long long>(j["suffix_len"].get<int64_t>()), j["cold_ttft_ms"].get<double>(),
+        j["hit_ttft_ms"].get<double>(), 100.0 * j["hit_over_cold"].get<double>(),
+        static_cast<long long>(j["prefix_hit_tokens"].get<int64_t>()),
+        j["load_avg_1m"].get<double>());
+    return;
+  }
+  std::printf(
+      "batch %3lld prompt %5lld decode %4lld | prefill %9.1f tok/s %7.1f GFLOP/s (%s of "
+      "peak %.0f) | decode %8.2f tok/s, step %s ms, %s GB/s (%s of read %.1f GB/s, %.0f MB/step) "
+      "| load %.2f\n",
+      static_cast<long long>(j["batch"].get<int64_t>()),
+      static_cast<long long>(j["prompt_len"].get<int64_t>()),
+      static_cast<long long>(j["decode_len"].get<int64_t>()),
+      j["prefill_tokens_per_s"].get<double>(), j["prefill_gflops"].get<double>(),
+      Opt(j["compute_fraction"], "%.1f%%", 100).c_str(), j["measured_peak_gflops"].get<double>(),
+      j["decode_tokens_per_s"].is_null() ? 0.0 : j["decode_tokens_per_s"].get<double>(),
+      Opt(j["decode_step_ms"], "%.1f").c_str(), Opt(j["decode_gbs"], "%.1f").c_str(),
+      Opt(j["bandwidth_fraction"], "%.1f%%", 100).c_str(),
+      j["measured_bandwidth_gbs"].get<double>(),
+      static_cast<double>(j["weight_bytes_per_decode_step"].get<int64_t>()) * 1e-6,
+      j["load_avg_1m"].get<double>());
+}
+
+void Emit(const BenchArgs& a, const nlohmann::ordered_json& j) {
+  if (a.json) {
+    std::printf("%s\n", JsonLine(j).c_str());
+  } else {
+    PrintHuman(j);
+  }
+  std::fflush(stdout);
+}
+
+Status RunBench(BenchArgs& a) {
+  DI_ASSIGN_OR_RETURN(std::vector<int64_t> batches, ParseList("--batch", a.batch));
+  DI_ASSIGN_OR_RETURN(std::vector<int64_t> prompts, ParseList("--prompt-len", a.prompt_len));
+  DI_ASSIGN_OR_RETURN(std::vector<int64_t> decodes, ParseList("--decode-len", a.decode_len));
+  std::fprintf(stderr, "bench: loading %s\n", a.model_dir.c_str());
+  DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
+  if (!a.no_warmup) DI_RETURN_IF_ERROR(Warmup(e));
+  const bool throughput = a.shared_prefix == 0 || a.throughput_given;
+  if (throughput) {
+    for (int64_t b : batches) {
+      for (int64_t p : prompts) {
+        for (int64_t d : decodes) {
+          std::fprintf(stderr, "bench: batch %lld, prompt %lld, decode %lld ...\n",
+                       static_cast<long long>(b), static_cast<long long>(p),
+                       static_cast<long long>(d));
+          DI_ASSIGN_OR_RETURN(OfflineResult r, RunOfflineConfig(e, {b, p, d}, a.options));
+          Emit(a, r.ToJson());
+        }
+      }
+    }
+  }
+  if (a.shared_prefix > 0) {
+    if (a.engine.prefix_cache != "on") {
+      return InvalidArgument("--shared-prefix needs --prefix-cache on");
+    }
+    std::fprintf(stderr, "bench: shared prefix %lld + %lld, %d repeat(s) ...\n",
+                 static_cast<long long>(a.shared_prefix), static_cast<long long>(a.suffix_len),
+                 a.repeat);
+    DI_ASSIGN_OR_RETURN(PrefixHitResult r,
+                        RunPrefixHit(e, a.shared_prefix, a.suffix_len, a.repeat, a.options));
+    Emit(a, r.ToJson());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterBench(CLI::App& app, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Offline prefill/decode throughput against measured bandwidth and compute peaks");
+  auto a = std::make_shared<BenchArgs>();
+  cmd->add_option("--model", a->model_dir, "model folder")->required();
+  cmd->add_option("--tokenizer", a->tokenizer_dir, "tokenizer folder (not needed: random ids)");
+  auto* b = cmd->add_option("--batch", a->batch, "prompts per run; a list sweeps (1,8,32)");
+  auto* p = cmd->add_option("--prompt-len", a->prompt_len, "prompt tokens (random ids); list ok");
+  auto* d = cmd->add_option("--decode-len", a->decode_len,
+                            "tokens generated per prompt (ignore_eos); list ok");
+  cmd->add_option("--shared-prefix", a->shared_prefix,
+                  "also measure the TTFT of a prompt whose first N tokens are cached vs cold");
+  cmd->add_option("--suffix-len", a->suffix_len, "uncached tokens after the shared prefix")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--repeat", a->repeat, "cold/hit pairs for --shared-prefix (median)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", a->options.seed, "seed of the random prompts");
+  cmd->add_option("--limit-samples", a->options.limit_samples,
+                  "paired bandwidth reads before and after each configuration")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", a->json, "one JSON object per configuration on stdout");
+  cmd->add_flag("--no-warmup", a->no_warmup, "skip the short warm-up request");
+  AddEngineFlags(cmd, &a->engine);
+  cmd->callback([a, exit_code, b, p, d] {
+    a->throughput_given = b->count() + p->count() + d->count() > 0;
+    const Status s = RunBench(*a);
+    if (!s.ok()) {
+      std::fprintf(stderr, "bench: %s\n", s.ToString().c_str());
+      *exit_code = 1;
+      return;
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace deepinfer::tools

@@ -1,0 +1,121 @@
+// `deepinfer bench` on the tiny fixture model: the decode-traffic estimate against the model's
+// batch-1 cost model, and the command's --json output (run as a process) well formed with
+// positive rates and fractions in (0, 1.5), and a prefix hit that really hits.
+#include "tools/bench_offline.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/deepseek_v41/cost_model.h"
+
+namespace deepinfer::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kModel = DEEPINFER_SHARED_DIR "/fixtures/v41-tiny-a";
+
+std::string Binary() {
+  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "deepinfer").string();
+}
+
+std::vector<Json> RunJsonLines(const std::string& args) {
+  const std::string command = "'" + Binary() + "' " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr) << command;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while (pipe && (n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  EXPECT_EQ(pipe ? pclose(pipe) : -1, 0) << command;
+  std::vector<Json> lines;
+  size_t start = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] != '\n') continue;
+    lines.push_back(Json::parse(out.substr(start, i - start)));
+    start = i + 1;
+  }
+  EXPECT_EQ(start, out.size());
+  return lines;
+}
+
+TEST(BenchOfflineTest, DecodeTrafficMatchesTheCostModelAtBatchOne) {
+  EngineFlags flags;
+  flags.kv_budget = "64M";
+  auto e = LoadEngine(kModel, "", flags);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  const model::Model& m = *e->model;
+  const DecodeTraffic t1 = EstimateDecodeTraffic(m, 1);
+  EXPECT_EQ(t1.bytes_per_step, model::DecodeWeightBytesPerToken(m));
+  EXPECT_GT(t1.dense_bytes, 0);
+  EXPECT_GT(t1.expert_bytes, 0);
+  // 6 backbone layers, top-2 of 4 experts each: 12 experts at batch 1; at batch B the expected
+  // distinct count per layer is 4 * (1 - (1/2)^B).
+  EXPECT_NEAR(t1.expected_experts, 12.0, 1e-9);
+  const DecodeTraffic t2 = EstimateDecodeTraffic(m, 2);
+  EXPECT_NEAR(t2.expected_experts, 6 * 4 * (1 - 0.25), 1e-9);
+  const DecodeTraffic t64 = EstimateDecodeTraffic(m, 64);
+  EXPECT_NEAR(t64.expected_experts, 24.0, 1e-6);
+  EXPECT_EQ(t64.dense_bytes, t1.dense_bytes);
+  EXPECT_EQ(t64.bytes_per_step, t1.dense_bytes + 2 * t1.expert_bytes);  // all 4 of 4 = 2 x top-2
+  EXPECT_GT(t2.bytes_per_step, t1.bytes_per_step);
+  // One decode row costs more than the projections alone and grows with the context.
+  EXPECT_GT(DecodeFlopsPerToken(m, 100), DecodeFlopsPerToken(m, 0));
+}
+
+TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
+  const auto lines =
+      RunJsonLines("bench --model '" + kModel +
+                   "' --batch 1,3 --prompt-len 24 --decode-len 8 --json --limit-samples 2 "
+                   "--kv-budget 64M --shared-prefix 128 --suffix-len 8");
+  ASSERT_EQ(lines.size(), 3u);  // two throughput configurations, then the prefix-hit pair
+  for (int i = 0; i < 2; ++i) {
+    const Json& j = lines[i];
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(j["mode"], "throughput");
+    EXPECT_EQ(j["batch"], i == 0 ? 1 : 3);
+    EXPECT_EQ(j["prompt_len"], 24);
+    for (const char* key :
+         {"prefill_tokens_per_s", "decode_tokens_per_s", "measured_bandwidth_gbs",
+          "measured_peak_gflops", "prefill_gflops", "decode_gbs", "decode_step_ms"}) {
+      ASSERT_TRUE(j[key].is_number()) << key;
+      EXPECT_GT(j[key].get<double>(), 0.0) << key;
+    }
+    EXPECT_GT(j["weight_bytes_per_decode_step"].get<int64_t>(), 0);
+    for (const char* key : {"bandwidth_fraction", "compute_fraction"}) {
+      ASSERT_TRUE(j[key].is_number()) << key;
+      EXPECT_GT(j[key].get<double>(), 0.0) << key;
+      EXPECT_LT(j[key].get<double>(), 1.5) << key;
+    }
+    // The fractions are the ratios of the reported rates.
+    EXPECT_NEAR(j["bandwidth_fraction"].get<double>(),
+                j["decode_gbs"].get<double>() / j["measured_bandwidth_gbs"].get<double>(), 1e-9);
+    EXPECT_NEAR(j["compute_fraction"].get<double>(),
+                j["prefill_gflops"].get<double>() / j["measured_peak_gflops"].get<double>(), 1e-9);
+    // Bytes per step at batch B: decode GB/s = bytes / step time.
+    EXPECT_NEAR(j["decode_gbs"].get<double>(),
+                j["weight_bytes_per_decode_step"].get<double>() /
+                    (j["decode_step_ms"].get<double>() * 1e-3) * 1e-9,
+                1e-6 * j["decode_gbs"].get<double>());
+    EXPECT_LE(j["ttft_mean_ms"].get<double>(), j["ttft_max_ms"].get<double>());
+  }
+  EXPECT_GT(lines[1]["weight_bytes_per_decode_step"].get<int64_t>(),
+            lines[0]["weight_bytes_per_decode_step"].get<int64_t>());
+  const Json& p = lines[2];
+  SCOPED_TRACE(p.dump());
+  EXPECT_EQ(p["mode"], "shared_prefix");
+  EXPECT_GT(p["cold_ttft_ms"].get<double>(), 0.0);
+  EXPECT_GT(p["hit_ttft_ms"].get<double>(), 0.0);
+  // The cache holds whole pages of the prefix: at least one, at most the 128 shared tokens.
+  EXPECT_GT(p["prefix_hit_tokens"].get<int64_t>(), 0);
+  EXPECT_LE(p["prefix_hit_tokens"].get<int64_t>(), 128);
+}
+
+}  // namespace
+}  // namespace deepinfer::tools

@@ -26,7 +26,10 @@ void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const ui
   const LayerDescriptor& d = ctx.layer(li);
   const int64_t hd = c.head_dim, win = c.window_size;
   const LayerCache& cache = seg.state->layers[li];
-  const int64_t gstart = std::max<int64_t>(0, seg.pos0 - win + 1);
+  // The window starts no earlier than the first position this layer computed (decoder-side
+  // replay, decoder_replay.h; 0 otherwise).
+  const int64_t lo = cache.ring_from;
+  const int64_t gstart = std::max<int64_t>(lo, seg.pos0 - win + 1);
   const int64_t n_window = seg.pos0 + seg.n_rows - gstart;
 
   // Compressed entries any row of the segment selected (ascending), and their slots.
@@ -57,7 +60,7 @@ void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const ui
   int64_t n_idx = 0;
   for (int64_t r = 0; r < seg.n_rows; ++r) {
     const int64_t pos = seg.pos0 + r;
-    int64_t n = pos - std::max<int64_t>(0, pos - win + 1) + 1;
+    int64_t n = pos - std::max<int64_t>(lo, pos - win + 1) + 1;
     if (topk) n += static_cast<int64_t>((*topk)[seg.row0 + r].size());
     n_idx = std::max(n_idx, n);
   }
@@ -66,7 +69,7 @@ void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const ui
     const int64_t pos = seg.pos0 + r;
     int32_t* row = idx.data() + r * n_idx;
     int64_t n = 0;
-    for (int64_t p = std::max<int64_t>(0, pos - win + 1); p <= pos; ++p) {
+    for (int64_t p = std::max<int64_t>(lo, pos - win + 1); p <= pos; ++p) {
       row[n++] = static_cast<int32_t>(p - gstart);
     }
     if (topk) {
@@ -102,10 +105,13 @@ void AttendSegment(const BatchContext& ctx, int li, const Segment& seg, const ui
 void GroupedOutLora(const AttentionWeights& aw, const uint16_t* o, int64_t rows, int64_t groups,
                     int64_t gin, int64_t lora, uint16_t* u, ThreadPool& pool) {
   const int64_t qw = groups * gin;
-  for (int64_t g = 0; g < groups; ++g) {
-    if (!aw.wo_a_fp8.empty()) {
-      // Raw bf16 activations through the FP8 kernel (see weights.h): no activation quantization.
-      kernels::Fp8GemmParams p;
+  if (!aw.wo_a_fp8.empty()) {
+    // Raw bf16 activations through the FP8 kernel (see weights.h): no activation quantization.
+    // All groups in one call: at decode their GEMVs share one parallel region.
+    std::vector<kernels::Fp8GemmJob> jobs(groups);
+    for (int64_t g = 0; g < groups; ++g) {
+      kernels::Fp8GemmParams& p = jobs[g].params;
+      jobs[g].w = &aw.wo_a_fp8[g];
       p.x = o + g * gin;
       p.m = rows;
       p.ldx = qw;
@@ -113,12 +119,14 @@ void GroupedOutLora(const AttentionWeights& aw, const uint16_t* o, int64_t rows,
       p.out = u + g * lora;
       p.ldo = groups * lora;
       p.out_dtype = kernels::OutDtype::kBf16;
-      Status s = kernels::Fp8Gemm(p, aw.wo_a_fp8[g], pool);
-      CHECK(s.ok()) << s.ToString();
-    } else {
-      kernels::GemmBf16(aw.wo_a.data() + g * lora * gin, lora, gin, gin, o + g * gin, rows, qw,
-                        u + g * lora, DType::kBF16, groups * lora, &pool);
     }
+    Status s = kernels::Fp8GemmMany(jobs, pool);
+    CHECK(s.ok()) << s.ToString();
+    return;
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    kernels::GemmBf16(aw.wo_a.data() + g * lora * gin, lora, gin, gin, o + g * gin, rows, qw,
+                      u + g * lora, DType::kBF16, groups * lora, &pool);
   }
 }
 

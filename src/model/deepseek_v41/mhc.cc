@@ -7,6 +7,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/hc_sinkhorn.h"
+#include "kernels/cpu/hc_stream.h"
 #include "kernels/cpu/rmsnorm.h"
 
 namespace deepinfer::model {
@@ -31,7 +32,7 @@ void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_
   const float eps = static_cast<float>(c.norm_eps);
   pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float rs = kernels::RmsNormFactorRef(x + r * width, width, eps);
+      const float rs = kernels::RmsNormFactor(x + r * width, width, eps);
       float* m = mixes.data() + r * n_mix;
       for (int64_t i = 0; i < n_mix; ++i) m[i] = m[i] * rs;
       kernels::HcSplitSinkhorn(m, w.scale, w.base, params, pre + r * hc, post + r * hc,
@@ -45,16 +46,9 @@ void HcCollapse(const ModelConfig& c, const uint16_t* x, const float* pre, int64
   ScopedPhase phase("hc.collapse");
   const int hc = c.hc_mult;
   const int64_t dim = c.dim;
+  const kernels::HcStreamShape shape{hc, dim};
   auto run = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const uint16_t* xr = x + r * hc * dim;
-      const float* p = pre + r * hc;
-      for (int64_t d = 0; d < dim; ++d) {
-        float acc = p[0] * Bf16ToFloat(xr[d]);
-        for (int k = 1; k < hc; ++k) acc = acc + p[k] * Bf16ToFloat(xr[k * dim + d]);
-        y[r * dim + d] = FloatToBf16(acc);
-      }
-    }
+    kernels::HcCollapseRows(shape, x + r0 * hc * dim, pre + r0 * hc, r1 - r0, y + r0 * dim);
   };
   if (pool != nullptr && rows > 1) {
     pool->ParallelFor(rows, 1, run);
@@ -68,20 +62,10 @@ void HcPost(const ModelConfig& c, const uint16_t* y, const uint16_t* x, const fl
   const int hc = c.hc_mult;
   const int64_t dim = c.dim;
   ScopedPhase phase("hc.post");
-  pool.ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const uint16_t* xr = x + r * hc * dim;
-      const float* cm = comb + r * hc * hc;
-      for (int k = 0; k < hc; ++k) {
-        const float pk = post[r * hc + k];
-        uint16_t* o = out + (r * hc + k) * dim;
-        for (int64_t d = 0; d < dim; ++d) {
-          float acc = cm[k] * Bf16ToFloat(xr[d]);
-          for (int j = 1; j < hc; ++j) acc = acc + cm[j * hc + k] * Bf16ToFloat(xr[j * dim + d]);
-          o[d] = FloatToBf16(pk * Bf16ToFloat(y[r * dim + d]) + acc);
-        }
-      }
-    }
+  const kernels::HcStreamShape shape{hc, dim};
+  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+    kernels::HcPostRows(shape, y + r0 * dim, x + r0 * hc * dim, post + r0 * hc, comb + r0 * hc * hc,
+                        r1 - r0, out + r0 * hc * dim);
   });
 }
 

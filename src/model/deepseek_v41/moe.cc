@@ -205,7 +205,10 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
   const uint16_t* xin = mw.shared.w1.quantized() ? xq.data() : x;  // bf16 weights take x as is
   mw.shared.w1.ApplyQuantized(xin, rows, dim, g.data(), inter, pool);
   mw.shared.w3.ApplyQuantized(xin, rows, dim, u.data(), inter, pool);
-  SwiGluRows(g.data(), u.data(), inter, nullptr, rows, inter, limit, hs.data());
+  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+    SwiGluRows(g.data() + r0 * inter, u.data() + r0 * inter, inter, nullptr, r1 - r0, inter, limit,
+               hs.data() + r0 * inter);
+  });
   mw.shared.w2.Apply(hs.data(), rows, inter, ys.data(), dim, pool);
   // Per row: the routed outputs summed in ascending expert order from +0, then the shared one.
   pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {

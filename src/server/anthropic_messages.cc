@@ -2,7 +2,9 @@
 //
 // Streaming event order: message_start, then per content block content_block_start,
 // content_block_delta (thinking_delta / text_delta / input_json_delta)…, content_block_stop,
-// then message_delta (stop_reason, stop_sequence, usage.output_tokens) and message_stop.
+// then message_delta (stop_reason, stop_sequence, usage.output_tokens) and message_stop. A
+// `ping` event follows message_start and is repeated while no other event goes out for
+// kPingInterval, as Anthropic's API does.
 // Blocks follow the output: thinking (thinking mode), text, then one tool_use per DSML call.
 #include <optional>
 #include <string>
@@ -18,6 +20,10 @@ namespace deepinfer::server {
 namespace {
 
 using nlohmann::json;
+
+constexpr auto kPingInterval = std::chrono::seconds(5);
+
+std::string Ping() { return SseEvent("ping", {{"type", "ping"}}); }
 
 // Builds the content blocks and, when streaming, the events that open, fill and close them.
 class BlockWriter {
@@ -113,9 +119,13 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
   GenerationSpec spec;
   spec.prompt = *std::move(ids);
   spec.params = req->params;
+  if (Status s = AttachGrammar(ctx, req->constraint, req->thinking, &spec); !s.ok()) {
+    co_return co_await ex.SendError(style, ErrorFromStatus(s));
+  }
   if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
     co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
   }
+  if (!req->stream) CancelOnClose(ctx, ex, channel);
 
   const std::string id = RandomId("msg");
   tokenizer::OutputStreamParser parser(req->thinking);
@@ -134,13 +144,16 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
                   {"stop_reason", nullptr},
                   {"stop_sequence", nullptr}};
   while (!finished) {
-    std::vector<GenEvent> events = co_await channel->Next();
+    std::vector<GenEvent> events =
+        streaming ? co_await channel->NextFor(kPingInterval) : co_await channel->Next();
+    if (events.empty() && !co_await ex.SendEvent(Ping())) {
+      CancelForDisconnect(ctx, *channel);
+      co_return;
+    }
     for (GenEvent& e : events) {
       if (e.rejected) {
         channel->Cancel();
-        if (!streaming) co_return co_await ex.SendError(style, ErrorFromStatus(e.error));
-        co_await ex.SendEvent(SseEvent("error", ErrorBody(style, ErrorFromStatus(e.error))));
-        co_return co_await ex.EndStream();
+        co_return co_await SendFailure(ex, style, streaming, ErrorFromStatus(e.error));
       }
       if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
       cached = std::max(cached, e.prefix_hit_tokens);
@@ -150,7 +163,7 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
       if (req->stream && !streaming) {
         streaming = true;
         if (!co_await ex.StartStream()) {
-          channel->Cancel();
+          CancelForDisconnect(ctx, *channel);
           co_return;
         }
         json start = message;
@@ -158,6 +171,7 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
                           {"output_tokens", 0},
                           {"cache_read_input_tokens", e.prefix_hit_tokens}};
         out += SseEvent("message_start", {{"type", "message_start"}, {"message", start}});
+        out += Ping();
       }
       ApplyDelta(parser.Feed(e.text), &writer, sink);
       if (e.finished) {
@@ -171,17 +185,16 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
         writer.Close(sink);
       }
       if (!out.empty() && !co_await ex.SendEvent(std::move(out))) {
-        channel->Cancel();
+        CancelForDisconnect(ctx, *channel);
         co_return;
       }
     }
   }
+  ex.StopWatching();
   RecordGeneration(ctx, ex.arrival(), first_token, prompt_tokens, n_output);
   if (finish == engine::FinishReason::kError) {
-    const ApiError e = ErrorFromStatus(Internal(error.message()));
-    if (!req->stream) co_return co_await ex.SendError(style, e);
-    co_await ex.SendEvent(SseEvent("error", ErrorBody(style, e)));
-    co_return co_await ex.EndStream();
+    co_return co_await SendFailure(ex, style, req->stream,
+                                   ErrorFromStatus(Internal(error.message())));
   }
   const char* stop_reason = finish == engine::FinishReason::kLength ? "max_tokens"
                             : writer.has_tool_use()                 ? "tool_use"

@@ -157,11 +157,22 @@ StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only) 
   DI_ASSIGN_OR_RETURN(r.tools, ConvertTools(body));
   if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null()) {
     const std::string type = it->is_object() ? it->value("type", "") : "";
+    bool parallel = true;
+    if (auto dp = it->find("disable_parallel_tool_use"); it->is_object() && dp != it->end()) {
+      if (!dp->is_null() && !dp->is_boolean()) {
+        return InvalidArgument("tool_choice.disable_parallel_tool_use must be a boolean");
+      }
+      parallel = !(dp->is_boolean() && dp->get<bool>());
+    }
     if (type == "none") {
       r.tools = Json();
-    } else if (type == "any" || type == "tool") {
-      return Unimplemented("tool_choice " + type +
-                           " is not supported yet (needs structured outputs)");
+    } else if (type == "any") {
+      DI_RETURN_IF_ERROR(ForceToolCall("", parallel, &r));
+    } else if (type == "tool") {
+      if (!it->contains("name") || !(*it)["name"].is_string()) {
+        return InvalidArgument("tool_choice.name must be a string");
+      }
+      DI_RETURN_IF_ERROR(ForceToolCall((*it)["name"].get<std::string>(), parallel, &r));
     } else if (type != "auto") {
       return InvalidArgument("tool_choice.type must be auto, any, tool or none");
     }

@@ -87,7 +87,10 @@ Status ReadThinking(const Json& body, ChatRequest* r) {
   return Status::Ok();
 }
 
-Status ReadToolChoice(const Json& body, ChatRequest* r) {
+// tool_choice: "none" drops the tools; "required" or {"type": "function", "function": {"name"}}
+// set *forced (with the name for the latter).
+Status ReadToolChoice(const Json& body, ChatRequest* r, bool* forced, std::string* name) {
+  *forced = false;
   auto it = body.find("tool_choice");
   if (it == body.end() || it->is_null()) return Status::Ok();
   if (it->is_string()) {
@@ -98,13 +101,22 @@ Status ReadToolChoice(const Json& body, ChatRequest* r) {
       return Status::Ok();
     }
     if (s == "required") {
-      return Unimplemented(
-          "tool_choice \"required\" is not supported yet (needs structured outputs)");
+      *forced = true;
+      return Status::Ok();
     }
     return InvalidArgument("tool_choice must be none, auto, required or a named function");
   }
   if (it->is_object()) {
-    return Unimplemented("a named tool_choice is not supported yet (needs structured outputs)");
+    auto fn = it->find("function");
+    auto type = it->find("type");
+    if (type == it->end() || *type != "function" || fn == it->end() || !fn->is_object() ||
+        !fn->contains("name") || !(*fn)["name"].is_string()) {
+      return InvalidArgument(
+          "a named tool_choice must be {\"type\": \"function\", \"function\": {\"name\": …}}");
+    }
+    *forced = true;
+    *name = (*fn)["name"].get<std::string>();
+    return Status::Ok();
   }
   return InvalidArgument("tool_choice must be a string or an object");
 }
@@ -193,8 +205,14 @@ StatusOr<ChatRequest> ParseOpenAiChat(const Json& body) {
   DI_ASSIGN_OR_RETURN(r.model, OptionalModel(body));
   DI_ASSIGN_OR_RETURN(r.messages, ReadMessages(body));
   DI_ASSIGN_OR_RETURN(r.tools, ReadTools(body));
-  DI_RETURN_IF_ERROR(ReadToolChoice(body, &r));
+  bool forced = false;
+  std::string forced_name;
+  DI_RETURN_IF_ERROR(ReadToolChoice(body, &r, &forced, &forced_name));
   DI_ASSIGN_OR_RETURN(r.constraint, ReadConstraint(body));
+  if (forced) {
+    DI_ASSIGN_OR_RETURN(const bool parallel, OptionalBool(body, "parallel_tool_calls", true));
+    DI_RETURN_IF_ERROR(ForceToolCall(forced_name, parallel, &r));
+  }
   DI_RETURN_IF_ERROR(ReadThinking(body, &r));
   DI_ASSIGN_OR_RETURN(r.stream, OptionalBool(body, "stream", false));
   DI_ASSIGN_OR_RETURN(r.include_usage, IncludeUsage(body));
@@ -265,6 +283,29 @@ StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body) {
   DI_ASSIGN_OR_RETURN(r.params, engine::SamplingParamsFromJson(sampling));
   SplitN(&r.params, &r.n);
   return r;
+}
+
+Status ForceToolCall(const std::string& name, bool parallel, ChatRequest* request) {
+  if (!request->tools.is_array() || request->tools.empty()) {
+    return InvalidArgument("a forced tool_choice needs tools");
+  }
+  if (!request->constraint.is_null() && !request->constraint.empty()) {
+    return InvalidArgument(
+        "a forced tool_choice cannot be combined with response_format, regex or grammar");
+  }
+  Json functions = Json::array();
+  bool found = name.empty();
+  for (const Json& t : request->tools) {
+    functions.push_back(t["function"]);
+    found = found || t["function"].value("name", "") == name;
+  }
+  if (!found) return InvalidArgument("tool_choice names '" + name + "', which is not in tools");
+  // The functions travel as text so that the parameter order survives (the constraint is an
+  // unordered json object).
+  request->constraint = nlohmann::json::object();
+  request->constraint["tool_calls"] = {
+      {"functions", functions.dump()}, {"name", name}, {"parallel", parallel && name.empty()}};
+  return Status::Ok();
 }
 
 StatusOr<std::string> RenderChatPrompt(const ChatRequest& request) {

@@ -31,8 +31,9 @@ struct ChatRequest {                // NOLINT(bugprone-exception-escape)
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
-  // The structured-output fields given (response_format other than text, regex, grammar), as
-  // an object for the grammar compiler; null when the output is free.
+  // The structured-output fields given (response_format other than text, regex, grammar, or
+  // the forced tool call: ForceToolCall), as an object for the grammar compiler; null when the
+  // output is free.
   nlohmann::json constraint;
 };
 
@@ -52,7 +53,7 @@ struct CompletionRequest {  // NOLINT(bugprone-exception-escape): as ChatRequest
 StatusOr<nlohmann::ordered_json> ParseBody(std::string_view body);
 
 // POST /v1/chat/completions. Errors: InvalidArgument (wrong types, invalid values),
-// Unimplemented (forced tool_choice, prompt_logprobs) → 400. Structured-output fields are only
+// Unimplemented (prompt_logprobs) → 400. Structured-output fields are only
 // collected (ChatRequest::constraint); the handler compiles them.
 StatusOr<ChatRequest> ParseOpenAiChat(const nlohmann::ordered_json& body);
 // POST /v1/completions (prompt: a string, a token list, or a one-element list of either;
@@ -60,6 +61,13 @@ StatusOr<ChatRequest> ParseOpenAiChat(const nlohmann::ordered_json& body);
 StatusOr<CompletionRequest> ParseOpenAiCompletion(const nlohmann::ordered_json& body);
 // POST /v1/messages and /v1/messages/count_tokens (count_only: max_tokens not required).
 StatusOr<ChatRequest> ParseAnthropicMessages(const nlohmann::ordered_json& body, bool count_only);
+
+// A forced tool call (OpenAI tool_choice "required" or a named function, Anthropic "any" /
+// "tool"): sets request->constraint to {"tool_calls": {"functions": "<JSON text of the function
+// objects>", "name": name or "" for any tool, "parallel": several calls allowed}}, which the
+// grammar compiler turns into the DSML tool-call grammar (structured/tool_call_grammar.h).
+// InvalidArgument: no tools, a name not among them, another constraint given.
+Status ForceToolCall(const std::string& name, bool parallel, ChatRequest* request);
 
 // The V4.1 prompt text of a chat request (BOS included as text).
 StatusOr<std::string> RenderChatPrompt(const ChatRequest& request);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,13 @@ class Exchange {
   virtual net::awaitable<bool> StartStream() = 0;
   virtual net::awaitable<bool> SendEvent(std::string data) = 0;
   virtual net::awaitable<void> EndStream() = 0;
+
+  // Non-streaming answers: calls on_close (on this executor) if the client closes its connection
+  // before StopWatching (or the end of the exchange), so that its work can be cancelled while
+  // nothing is being written. At most one watch at a time; a pipelined next request on the
+  // connection ends the watch without calling on_close.
+  virtual void WatchClose(std::function<void()> on_close) {}
+  virtual void StopWatching() {}
 
   // The status sent (for metrics); 0 before a response started.
   int status() const { return status_; }

@@ -33,6 +33,25 @@ net::awaitable<std::vector<GenEvent>> GenerationChannel::Next() {
   }
 }
 
+net::awaitable<std::vector<GenEvent>> GenerationChannel::NextFor(
+    std::chrono::steady_clock::duration max_wait) {
+  const auto deadline = std::chrono::steady_clock::now() + max_wait;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!events_.empty()) {
+        std::vector<GenEvent> out;
+        out.swap(events_);
+        co_return out;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) co_return std::vector<GenEvent>();
+    timer_.expires_at(deadline);
+    boost::system::error_code ec;
+    co_await timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+}
+
 void GenerationChannel::Cancel() {
   for (const auto& flag : cancel_flags) flag->store(true);
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,8 @@ class GenerationChannel : public std::enable_shared_from_this<GenerationChannel>
   void Push(GenEvent event);
   // Connection executor only: waits until at least one event is there and takes them all.
   net::awaitable<std::vector<GenEvent>> Next();
+  // The same, but gives up after max_wait with no events (an empty list).
+  net::awaitable<std::vector<GenEvent>> NextFor(std::chrono::steady_clock::duration max_wait);
   // Cancels every engine request of this generation (client gone, server draining).
   void Cancel();
 

@@ -29,12 +29,45 @@ class ConnectionExchange : public Exchange {
  public:
   ConnectionExchange(beast::tcp_stream& stream, const http::request<http::string_body>& request)
       : stream_(stream), request_(request), keep_alive_(request.keep_alive()) {}
+  ~ConnectionExchange() override { StopWatching(); }
+  ConnectionExchange(const ConnectionExchange&) = delete;
+  ConnectionExchange& operator=(const ConnectionExchange&) = delete;
+
+  // A wait for readability on the idle socket: the client sends nothing while it waits for a
+  // non-streaming answer, so readable means closed (a peek reads 0 bytes or fails) or a
+  // pipelined request (bytes: the watch just ends). The completion only touches the socket
+  // while the watch is active, i.e. while this exchange (and so the stream) is alive.
+  void WatchClose(std::function<void()> on_close) override {
+    StopWatching();
+    auto watch = std::make_shared<Watch>();
+    watch->on_close = std::move(on_close);
+    watch_ = watch;
+    tcp::socket& socket = stream_.socket();
+    socket.async_wait(tcp::socket::wait_read, [watch, &socket](const beast::error_code& ec) {
+      if (!watch->active) return;
+      watch->active = false;
+      if (!ec) {
+        char c = 0;
+        beast::error_code peek_ec;
+        const size_t n = socket.receive(net::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
+        if (!peek_ec && n > 0) return;  // data, not a close
+      }
+      watch->on_close();
+    });
+  }
+  void StopWatching() override {
+    if (!watch_ || !watch_->active) return;
+    watch_->active = false;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);  // the only pending operation on the socket is the wait
+  }
 
   const http::request<http::string_body>& request() const override { return request_; }
   bool usable() const { return !broken_ && keep_alive_; }
 
   net::awaitable<void> Send(int status, std::string content_type, std::string body,
                             Headers headers) override {
+    StopWatching();
     http::response<http::string_body> res{static_cast<http::status>(status), request_.version()};
     res.set(http::field::server, "deepinfer");
     res.set(http::field::content_type, content_type);
@@ -50,6 +83,7 @@ class ConnectionExchange : public Exchange {
   }
 
   net::awaitable<bool> StartStream() override {
+    StopWatching();
     http::response<http::empty_body> res{http::status::ok, request_.version()};
     res.set(http::field::server, "deepinfer");
     res.set(http::field::content_type, "text/event-stream");
@@ -85,10 +119,16 @@ class ConnectionExchange : public Exchange {
   }
 
  private:
+  struct Watch {
+    bool active = true;
+    std::function<void()> on_close;
+  };
+
   beast::tcp_stream& stream_;
   const http::request<http::string_body>& request_;
   bool keep_alive_;
   bool broken_ = false;
+  std::shared_ptr<Watch> watch_;
 };
 
 using Handler = net::awaitable<void> (*)(ServerContext&, Exchange&);

@@ -110,7 +110,37 @@ std::string Metrics::Render(const EngineSnapshot& engine) const {
   Counter("deepinfer_engine_steps_total", "engine steps", static_cast<double>(s.steps), &out);
   Counter("deepinfer_engine_preemptions_total", "sequences preempted by recompute",
           static_cast<double>(s.preemptions), &out);
+  Counter("deepinfer_requests_cancelled_total",
+          "engine requests cancelled because their client disconnected",
+          static_cast<double>(cancelled_), &out);
+  RenderSpecDecode(SpecDecodeOf(s), &out);
   return out;
+}
+
+void Metrics::CountCancelled(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ += n;
+}
+
+void RenderSpecDecode(const SpecDecodeCounters& c, std::string* out) {
+  Counter("deepinfer_spec_decode_draft_calls_total", "speculative decoding: draft calls",
+          static_cast<double>(c.draft_calls), out);
+  Counter("deepinfer_spec_decode_draft_tokens_total", "speculative decoding: tokens drafted",
+          static_cast<double>(c.drafted), out);
+  Counter("deepinfer_spec_decode_verified_tokens_total",
+          "speculative decoding: drafted tokens checked by the target model",
+          static_cast<double>(c.verified), out);
+  Counter("deepinfer_spec_decode_accepted_tokens_total",
+          "speculative decoding: drafted tokens accepted", static_cast<double>(c.accepted), out);
+  Gauge("deepinfer_spec_decode_acceptance_rate", "accepted / verified draft tokens",
+        c.verified > 0 ? static_cast<double>(c.accepted) / static_cast<double>(c.verified) : 0.0,
+        out);
+  *out += "# HELP deepinfer_spec_decode_verify_calls_total verify calls by drafts accepted\n";
+  *out += "# TYPE deepinfer_spec_decode_verify_calls_total counter\n";
+  for (size_t k = 0; k < c.accept_histogram.size(); ++k) {
+    *out += "deepinfer_spec_decode_verify_calls_total{accepted=\"" + std::to_string(k) + "\"} " +
+            std::to_string(c.accept_histogram[k]) + "\n";
+  }
 }
 
 }  // namespace deepinfer::server

@@ -8,6 +8,9 @@
 //   deepinfer_requests_running / _waiting / _pending gauges (engine snapshot)
 //   deepinfer_kv_pages_{used,cached,free,capacity}  gauges
 //   deepinfer_prefix_cache_{queries,hits}_total, deepinfer_prefix_cache_hit_rate
+//   deepinfer_requests_cancelled_total              counter (client disconnects)
+//   deepinfer_spec_decode_*                         drafted / verified / accepted draft tokens
+//                                                   (EngineStats::spec), acceptance rate
 // Thread-safe (one mutex); observations are O(buckets).
 #pragma once
 
@@ -42,6 +45,8 @@ class Metrics {
   // One finished generation: seconds from arrival to the first token and to the end.
   void ObserveGeneration(double ttft_s, double e2e_s, int64_t prompt_tokens,
                          int64_t completion_tokens);
+  // n engine requests cancelled because their client went away.
+  void CountCancelled(int64_t n);
   std::string Render(const EngineSnapshot& engine) const;
 
  private:
@@ -49,6 +54,32 @@ class Metrics {
   std::map<std::pair<std::string, int>, int64_t> requests_;
   Histogram ttft_, tpot_, e2e_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;
+  int64_t cancelled_ = 0;
 };
+
+// Speculative-decoding (DSpark draft) counters as /metrics shows them.
+struct SpecDecodeCounters {
+  int64_t draft_calls = 0, drafted = 0, verified = 0, accepted = 0;
+  std::vector<int64_t> accept_histogram;  // [k]: verify calls that accepted exactly k drafts
+};
+
+// The engine's counters (EngineStats::spec, engine/spec/spec_stats.h). The one place that
+// reads them: while an engine without the `spec` member is built, this gives zeros.
+template <typename Stats>
+SpecDecodeCounters SpecDecodeOf(const Stats& stats) {
+  SpecDecodeCounters c;
+  if constexpr (requires { stats.spec.accepted; }) {
+    c.draft_calls = stats.spec.draft_calls;
+    c.drafted = stats.spec.drafted;
+    c.verified = stats.spec.verified;
+    c.accepted = stats.spec.accepted;
+    c.accept_histogram.assign(stats.spec.accept_histogram.begin(),
+                              stats.spec.accept_histogram.end());
+  }
+  return c;
+}
+
+// The counters in the Prometheus text format.
+void RenderSpecDecode(const SpecDecodeCounters& counters, std::string* out);
 
 }  // namespace deepinfer::server

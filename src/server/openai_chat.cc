@@ -89,13 +89,6 @@ tokenizer::ParseDelta Apply(const ServerContext& ctx, const GenEvent& e, bool lo
   return d;
 }
 
-json Usage(int64_t prompt, int64_t completion, int64_t cached) {
-  return {{"prompt_tokens", prompt},
-          {"completion_tokens", completion},
-          {"total_tokens", prompt + completion},
-          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
-}
-
 }  // namespace
 
 net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
@@ -122,9 +115,10 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
   if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
     co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
   }
+  if (!req->stream) CancelOnClose(ctx, ex, channel);
 
-  const std::string id = RandomId("chatcmpl");
-  const int64_t created = UnixNow();
+  const OpenAiResponse response(ctx, "chatcmpl", "chat.completion", "chat.completion.chunk",
+                                req->include_usage);
   const bool logprobs = req->params.logprobs;
   std::vector<Choice> choices;
   choices.reserve(req->n);
@@ -133,24 +127,14 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
   int64_t cached = 0;
   bool streaming = false;
   std::optional<std::chrono::steady_clock::time_point> first_token;
-  auto chunk = [&](json choice_list) {
-    json c = {{"id", id},
-              {"object", "chat.completion.chunk"},
-              {"created", created},
-              {"model", ctx.model_name},
-              {"choices", std::move(choice_list)}};
-    if (req->include_usage) c["usage"] = nullptr;
-    return c;
-  };
+  auto chunk = [&response](json choice_list) { return response.Chunk(std::move(choice_list)); };
 
   while (n_finished < req->n) {
     std::vector<GenEvent> events = co_await channel->Next();
     for (GenEvent& e : events) {
       if (e.rejected) {
         channel->Cancel();
-        if (!streaming) co_return co_await ex.SendError(style, ErrorFromStatus(e.error));
-        co_await ex.SendEvent(SseData(ErrorBody(style, ErrorFromStatus(e.error))));
-        co_return co_await ex.EndStream();
+        co_return co_await SendFailure(ex, style, streaming, ErrorFromStatus(e.error));
       }
       if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
       cached = std::max(cached, e.prefix_hit_tokens);
@@ -162,7 +146,7 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
       if (!streaming) {
         streaming = true;
         if (!co_await ex.StartStream()) {
-          channel->Cancel();
+          CancelForDisconnect(ctx, *channel);
           co_return;
         }
       }
@@ -195,24 +179,19 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
                                            {"finish_reason", FinishName(c)}}})));
       }
       if (!out.empty() && !co_await ex.SendEvent(std::move(out))) {
-        channel->Cancel();  // the client went away: free its pages now
+        CancelForDisconnect(ctx, *channel);  // the client went away: free its pages now
         co_return;
       }
     }
   }
 
+  ex.StopWatching();
   int64_t completion_tokens = 0;
   for (const Choice& c : choices) completion_tokens += c.n_output;
   RecordGeneration(ctx, ex.arrival(), first_token, prompt_tokens, completion_tokens);
+  const json usage = OpenAiUsage(prompt_tokens, completion_tokens, cached);
   if (req->stream) {
-    std::string out;
-    if (req->include_usage) {
-      json c = chunk(json::array());
-      c["usage"] = Usage(prompt_tokens, completion_tokens, cached);
-      out += SseData(c);
-    }
-    out += "data: [DONE]\n\n";
-    co_await ex.SendEvent(std::move(out));
+    co_await ex.SendEvent(response.StreamEnd(usage));
     co_return co_await ex.EndStream();
   }
   for (const Choice& c : choices) {
@@ -236,11 +215,7 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
                     {"logprobs", logprobs ? json{{"content", c.logprobs}} : json()},
                     {"finish_reason", FinishName(c)}});
   }
-  const json response = {
-      {"id", id},           {"object", "chat.completion"},
-      {"created", created}, {"model", ctx.model_name},
-      {"choices", list},    {"usage", Usage(prompt_tokens, completion_tokens, cached)}};
-  co_await ex.SendJson(200, response);
+  co_await ex.SendJson(200, response.Final(std::move(list), usage));
 }
 
 }  // namespace deepinfer::server

@@ -84,32 +84,22 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
   if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
     co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
   }
+  if (!req->stream) CancelOnClose(ctx, ex, channel);
 
-  const std::string id = RandomId("cmpl");
-  const int64_t created = UnixNow();
+  const OpenAiResponse response(ctx, "cmpl", "text_completion", "text_completion",
+                                req->include_usage);
   const bool logprobs = req->params.logprobs;
   std::vector<CompletionChoice> choices(req->n);
   int n_finished = 0;
   int64_t cached = 0;
   bool streaming = false;
   std::optional<std::chrono::steady_clock::time_point> first_token;
-  auto chunk = [&](json choice_list) {
-    json c = {{"id", id},
-              {"object", "text_completion"},
-              {"created", created},
-              {"model", ctx.model_name},
-              {"choices", std::move(choice_list)}};
-    if (req->include_usage) c["usage"] = nullptr;
-    return c;
-  };
   while (n_finished < req->n) {
     std::vector<GenEvent> events = co_await channel->Next();
     for (GenEvent& e : events) {
       if (e.rejected) {
         channel->Cancel();
-        if (!streaming) co_return co_await ex.SendError(style, ErrorFromStatus(e.error));
-        co_await ex.SendEvent(SseData(ErrorBody(style, ErrorFromStatus(e.error))));
-        co_return co_await ex.EndStream();
+        co_return co_await SendFailure(ex, style, streaming, ErrorFromStatus(e.error));
       }
       if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
       cached = std::max(cached, e.prefix_hit_tokens);
@@ -127,7 +117,7 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
       if (!streaming) {
         streaming = true;
         if (!co_await ex.StartStream()) {
-          channel->Cancel();
+          CancelForDisconnect(ctx, *channel);
           co_return;
         }
       }
@@ -135,29 +125,20 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
       if (e.text.empty() && e.samples.empty() && !c.finished) continue;
       json choice = {
           {"index", e.index}, {"text", e.text}, {"logprobs", lp}, {"finish_reason", fin}};
-      std::string event = SseData(chunk(json::array({std::move(choice)})));
+      std::string event = SseData(response.Chunk(json::array({std::move(choice)})));
       if (!co_await ex.SendEvent(std::move(event))) {
-        channel->Cancel();
+        CancelForDisconnect(ctx, *channel);
         co_return;
       }
     }
   }
+  ex.StopWatching();
   int64_t completion_tokens = 0;
   for (const auto& c : choices) completion_tokens += c.n_output;
   RecordGeneration(ctx, ex.arrival(), first_token, prompt_tokens, completion_tokens);
-  const json usage = {{"prompt_tokens", prompt_tokens},
-                      {"completion_tokens", completion_tokens},
-                      {"total_tokens", prompt_tokens + completion_tokens},
-                      {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  const json usage = OpenAiUsage(prompt_tokens, completion_tokens, cached);
   if (req->stream) {
-    std::string out;
-    if (req->include_usage) {
-      json c = chunk(json::array());
-      c["usage"] = usage;
-      out += SseData(c);
-    }
-    out += "data: [DONE]\n\n";
-    co_await ex.SendEvent(std::move(out));
+    co_await ex.SendEvent(response.StreamEnd(usage));
     co_return co_await ex.EndStream();
   }
   json list = json::array();
@@ -178,10 +159,7 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
                     {"logprobs", lp},
                     {"finish_reason", FinishName(c.finish)}});
   }
-  const json response = {{"id", id},           {"object", "text_completion"},
-                         {"created", created}, {"model", ctx.model_name},
-                         {"choices", list},    {"usage", usage}};
-  co_await ex.SendJson(200, response);
+  co_await ex.SendJson(200, response.Final(std::move(list), usage));
 }
 
 }  // namespace deepinfer::server

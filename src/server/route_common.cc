@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <random>
+#include <utility>
 
 namespace deepinfer::server {
 
@@ -85,6 +86,69 @@ Status StartGeneration(ServerContext& ctx, GenerationSpec spec,
                        const std::shared_ptr<GenerationChannel>& channel) {
   DI_RETURN_IF_ERROR(spec.params.Validate(ctx.vocab_size));
   return SubmitGeneration(ctx.loop, *ctx.tokenizer, ctx.eos_id, std::move(spec), channel);
+}
+
+OpenAiResponse::OpenAiResponse(const ServerContext& ctx, std::string id_prefix, std::string object,
+                               std::string chunk_object, bool include_usage)
+    : id_(RandomId(id_prefix)),
+      object_(std::move(object)),
+      chunk_object_(std::move(chunk_object)),
+      model_(ctx.model_name),
+      created_(UnixNow()),
+      include_usage_(include_usage) {}
+
+nlohmann::json OpenAiResponse::Chunk(nlohmann::json choices) const {
+  nlohmann::json c = {{"id", id_},
+                      {"object", chunk_object_},
+                      {"created", created_},
+                      {"model", model_},
+                      {"choices", std::move(choices)}};
+  if (include_usage_) c["usage"] = nullptr;
+  return c;
+}
+
+nlohmann::json OpenAiResponse::Final(nlohmann::json choices, nlohmann::json usage) const {
+  return {{"id", id_},
+          {"object", object_},
+          {"created", created_},
+          {"model", model_},
+          {"choices", std::move(choices)},
+          {"usage", std::move(usage)}};
+}
+
+std::string OpenAiResponse::StreamEnd(const nlohmann::json& usage) const {
+  std::string out;
+  if (include_usage_) {
+    nlohmann::json c = Chunk(nlohmann::json::array());
+    c["usage"] = usage;
+    out += SseData(c);
+  }
+  return out + "data: [DONE]\n\n";
+}
+
+nlohmann::json OpenAiUsage(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+net::awaitable<void> SendFailure(Exchange& ex, ApiStyle style, bool streaming,
+                                 const ApiError& error) {
+  if (!streaming) co_return co_await ex.SendError(style, error);
+  const nlohmann::json body = ErrorBody(style, error);
+  co_await ex.SendEvent(style == ApiStyle::kAnthropic ? SseEvent("error", body) : SseData(body));
+  co_await ex.EndStream();
+}
+
+void CancelForDisconnect(ServerContext& ctx, GenerationChannel& channel) {
+  channel.Cancel();
+  ctx.metrics->CountCancelled(1);
+}
+
+void CancelOnClose(ServerContext& ctx, Exchange& ex,
+                   const std::shared_ptr<GenerationChannel>& channel) {
+  ex.WatchClose([&ctx, channel] { CancelForDisconnect(ctx, *channel); });
 }
 
 void RecordGeneration(ServerContext& ctx, std::chrono::steady_clock::time_point arrival,

@@ -50,6 +50,42 @@ Status StartGeneration(ServerContext& ctx, GenerationSpec spec,
 // {"Retry-After": "1"} for 429 answers.
 inline Exchange::Headers RetryAfter() { return {{"Retry-After", "1"}}; }
 
+// The envelope both OpenAI generation routes answer in: {id, object, created, model, choices,
+// usage}. Streaming chunks carry "usage": null when include_usage is on (the usage chunk at the
+// end has it and empty choices), then "data: [DONE]".
+class OpenAiResponse {
+ public:
+  OpenAiResponse(const ServerContext& ctx, std::string id_prefix, std::string object,
+                 std::string chunk_object, bool include_usage);
+  // One streaming chunk with these choices.
+  nlohmann::json Chunk(nlohmann::json choices) const;
+  // The non-streaming response.
+  nlohmann::json Final(nlohmann::json choices, nlohmann::json usage) const;
+  // The end of a stream: the usage chunk (with include_usage) and "data: [DONE]".
+  std::string StreamEnd(const nlohmann::json& usage) const;
+
+ private:
+  std::string id_, object_, chunk_object_, model_;
+  int64_t created_;
+  bool include_usage_;
+};
+
+// OpenAI usage: prompt, completion and total tokens, prompt_tokens_details.cached_tokens.
+nlohmann::json OpenAiUsage(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached);
+
+// Answers a failure: the error response, or inside a started stream an error event (OpenAI:
+// a data line; Anthropic: an `error` event) and the end of the stream.
+net::awaitable<void> SendFailure(Exchange& ex, ApiStyle style, bool streaming,
+                                 const ApiError& error);
+
+// The client went away: cancels the generation's engine requests (their pages are freed at
+// the engine's next step) and counts it in the metrics.
+void CancelForDisconnect(ServerContext& ctx, GenerationChannel& channel);
+// A non-streaming answer is being computed: cancel it if the client closes the connection
+// meanwhile (Exchange::WatchClose). The exchange stops watching when the answer is sent.
+void CancelOnClose(ServerContext& ctx, Exchange& ex,
+                   const std::shared_ptr<GenerationChannel>& channel);
+
 // Records one finished generation in the metrics.
 void RecordGeneration(ServerContext& ctx, std::chrono::steady_clock::time_point arrival,
                       std::optional<std::chrono::steady_clock::time_point> first_token,

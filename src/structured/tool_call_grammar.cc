@@ -128,7 +128,7 @@ class ToolGrammar {
  private:
   std::string Prefix() const { return "t" + std::to_string(index_) + "_"; }
   std::string Define(std::string* rules, const std::string& what, const std::string& body) {
-    const std::string name = Prefix() + "dsml_" + what;
+    std::string name = Prefix() + "dsml_" + what;
     *rules += name + " ::= " + body + "\n";
     return name;
   }

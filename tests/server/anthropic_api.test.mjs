@@ -1,10 +1,11 @@
 // End-to-end: the real `@anthropic-ai/sdk` client against `deepinfer serve` on the default
 // (random-weight) model: messages, the streaming event order, thinking blocks, stop_sequences,
-// a tool_use / tool_result round trip, count_tokens, and errors as the SDK's exception types.
+// a tool_use / tool_result round trip, forced tool_choice (tool / any), ping events, count_tokens,
+// and errors as the SDK's exception types.
 import assert from 'node:assert/strict';
 import {after, before, test} from 'node:test';
 
-import {MODEL_NAME, postJson, requireSdk, startServer} from './harness.mjs';
+import {MODEL_NAME, postJson, requireSdk, schemaErrors, startServer} from './harness.mjs';
 
 const sdk = requireSdk('@anthropic-ai/sdk');
 const Anthropic = sdk.default ?? sdk.Anthropic ?? sdk;
@@ -109,6 +110,40 @@ test('tool_use / tool_result round trip and count_tokens', async () => {
   const without = await client.messages.countTokens({model: MODEL_NAME, messages: messages.slice(0, 1)});
   assert.equal(withTools.input_tokens, m.usage.input_tokens);
   assert.ok(withTools.input_tokens > without.input_tokens);
+});
+
+test('tool_choice tool and any force a tool_use whose input validates', async () => {
+  const schema = {type: 'object', properties: {
+    city: {type: 'string', maxLength: 10}, days: {type: 'integer', minimum: 1, maximum: 3}},
+    required: ['city', 'days']};
+  const tools = [{name: 'get_weather', description: 'Weather of a city', input_schema: schema},
+                 {name: 'noop', input_schema: {type: 'object', properties: {}}}];
+  const ask = {...base, max_tokens: 200, messages: [{role: 'user', content: 'Weather in Paris?'}], tools};
+  const m = await client.messages.create({...ask, tool_choice: {type: 'tool', name: 'get_weather'}});
+  assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m));
+  const uses = m.content.filter((b) => b.type === 'tool_use');
+  assert.equal(uses.length, 1);
+  assert.equal(uses[0].name, 'get_weather');
+  assert.equal(schemaErrors(schema, uses[0].input), '');
+  const any = await client.messages.create(
+      {...ask, tool_choice: {type: 'any', disable_parallel_tool_use: true}});
+  assert.equal(any.stop_reason, 'tool_use');
+  assert.equal(any.content.filter((b) => b.type === 'tool_use').length, 1);
+  await assert.rejects(client.messages.create({...ask, tool_choice: {type: 'tool', name: 'nope'}}),
+                       sdk.BadRequestError ?? Anthropic.BadRequestError);
+});
+
+test('streams carry a ping event after message_start (raw SSE and the SDK)', async () => {
+  const res = await fetch(server.url + '/v1/messages', {method: 'POST',
+      headers: {'Content-Type': 'application/json'}, body: JSON.stringify({...base, stream: true})});
+  const events = (await res.text()).split('\n').filter((l) => l.startsWith('event: ')).map((l) => l.slice(7));
+  assert.equal(events[0], 'message_start');
+  assert.equal(events[1], 'ping');
+  assert.equal(events.at(-1), 'message_stop');
+  const types = [];
+  for await (const event of await client.messages.create({...base, stream: true})) types.push(event.type);
+  assert.equal(types[0], 'message_start');
+  assert.equal(types.at(-1), 'message_stop');
 });
 
 test('errors surface as the SDK exception types, in the Anthropic format', async () => {

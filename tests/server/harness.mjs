@@ -2,7 +2,7 @@
 // (--port 0; the URL is read from its start-up line), waits for /health, stops it with SIGTERM.
 // Environment (set by tests/server/server_tests.cmake): DEEPINFER_BIN, DEEPINFER_TEST_MODEL,
 // DEEPINFER_NPM_DIR (the npm --prefix holding openai and @anthropic-ai/sdk).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -70,3 +70,14 @@ export async function metric(url, name) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Validates `value` against the JSON Schema with python3-jsonschema (the independent validator
+// the structured-output tests use); returns '' when valid, else the validator's message.
+export function schemaErrors(schema, value) {
+  const script = 'import json, sys, jsonschema\n' +
+      'd = json.load(sys.stdin)\n' +
+      'try:\n    jsonschema.validate(d["value"], d["schema"])\n' +
+      'except jsonschema.ValidationError as e:\n    print(e.message)\n';
+  return execFileSync('python3', ['-c', script], {input: JSON.stringify({schema, value})})
+      .toString().trim();
+}

@@ -1,10 +1,11 @@
 // End-to-end: the real `openai` npm client against `deepinfer serve` on the default
 // (random-weight) model: plain and streaming chat, logprobs, n, stop strings, thinking mode, a
-// tool-call round trip, completions, tokenize, and errors as the SDK's exception types.
+// tool-call round trip, forced tool calls (tool_choice named / required), completions, tokenize,
+// and errors as the SDK's exception types.
 import assert from 'node:assert/strict';
 import {after, before, test} from 'node:test';
 
-import {MODEL_NAME, metric, postJson, requireSdk, startServer} from './harness.mjs';
+import {MODEL_NAME, metric, postJson, requireSdk, schemaErrors, startServer} from './harness.mjs';
 
 const OpenAI = requireSdk('openai');
 let server, client;
@@ -181,6 +182,62 @@ test('response_format json_schema: the output is JSON that validates', async () 
       OpenAI.BadRequestError);
 });
 
+// The model is random; the DSML tool-call grammar forces the call and its arguments.
+const weather = {type: 'object', properties: {
+  city: {type: 'string', minLength: 1, maxLength: 12},
+  unit: {type: 'string', enum: ['celsius', 'fahrenheit']},
+  days: {type: 'integer', minimum: 1, maximum: 7},
+  hourly: {type: 'boolean'}}, required: ['city', 'unit', 'days', 'hourly']};
+const forcedTools = [
+  {type: 'function', function: {name: 'get_weather', description: 'Weather of a city', parameters: weather}},
+  {type: 'function', function: {name: 'get_time', description: 'The time', parameters: {
+    type: 'object', properties: {zone: {type: 'string', enum: ['UTC', 'CET']}}, required: ['zone']}}},
+];
+const forcedSchemas = {get_weather: weather, get_time: forcedTools[1].function.parameters};
+
+test('tool_choice named and required force tool calls whose arguments validate', async () => {
+  const base = {model: MODEL_NAME, messages: [{role: 'user', content: 'Weather in Paris?'}],
+                tools: forcedTools, max_tokens: 300};
+  const named = await client.chat.completions.create(
+      {...base, tool_choice: {type: 'function', function: {name: 'get_weather'}}});
+  const choice = named.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+  assert.equal(choice.message.tool_calls.length, 1);
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.function.name, 'get_weather');
+  assert.equal(schemaErrors(weather, JSON.parse(call.function.arguments)), '');
+
+  const required = await client.chat.completions.create(
+      {...base, temperature: 1, seed: 3, tool_choice: 'required', parallel_tool_calls: false});
+  assert.equal(required.choices[0].finish_reason, 'tool_calls');
+  assert.equal(required.choices[0].message.tool_calls.length, 1);
+  const any = required.choices[0].message.tool_calls[0];
+  assert.ok(any.function.name in forcedSchemas);
+  assert.equal(schemaErrors(forcedSchemas[any.function.name], JSON.parse(any.function.arguments)), '');
+
+  // Streaming: the call arrives as a tool_calls delta with the same arguments (greedy).
+  const stream = await client.chat.completions.create(
+      {...base, tool_choice: {type: 'function', function: {name: 'get_weather'}}, stream: true});
+  const calls = [];
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices[0]?.delta?.tool_calls ?? []) calls.push(c);
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].function.arguments, call.function.arguments);
+
+  const bad = (extra) => client.chat.completions.create({...base, max_tokens: 4, ...extra});
+  await assert.rejects(bad({tool_choice: {type: 'function', function: {name: 'nope'}}}), OpenAI.BadRequestError);
+  await assert.rejects(bad({tools: undefined, tool_choice: 'required'}), OpenAI.BadRequestError);
+  await assert.rejects(bad({tool_choice: 'required', response_format: {type: 'json_object'}}),
+                       OpenAI.BadRequestError);
+  await assert.rejects(bad({tool_choice: 'required', tools: [{type: 'function', function: {name: 'f',
+      parameters: {type: 'object', properties: {a: {type: 'array', uniqueItems: true}}}}}]}),
+      (e) => e instanceof OpenAI.BadRequestError && /uniqueItems/.test(e.message));
+});
+
 test('errors surface as the SDK exception types', async () => {
   const base = {model: MODEL_NAME, messages: hello, max_tokens: 4};
   await assert.rejects(client.chat.completions.create({...base, model: 'nope'}),
@@ -212,5 +269,12 @@ test('metrics count requests and latencies', async () => {
   assert.ok((await metric(server.url, 'deepinfer_time_to_first_token_seconds_count')) > 0);
   assert.ok((await metric(server.url, 'deepinfer_e2e_request_latency_seconds_count')) > 0);
   assert.ok((await metric(server.url, 'deepinfer_kv_pages_capacity')) > 0);
+  // Draft acceptance (EngineStats::spec): exposed, and no more accepted than verified/drafted.
+  const drafted = await metric(server.url, 'deepinfer_spec_decode_draft_tokens_total');
+  const verified = await metric(server.url, 'deepinfer_spec_decode_verified_tokens_total');
+  const accepted = await metric(server.url, 'deepinfer_spec_decode_accepted_tokens_total');
+  assert.ok(drafted >= 0 && verified >= 0 && accepted >= 0, `${drafted} ${verified} ${accepted}`);
+  assert.ok(accepted <= verified && verified <= drafted);
+  assert.equal(await metric(server.url, 'deepinfer_requests_cancelled_total'), 0);
   assert.equal(await metric(server.url, 'deepinfer_requests_running'), 0);
 });

@@ -65,6 +65,38 @@ test('a full queue answers 429 with Retry-After; a disconnect cancels and frees 
   }
 });
 
+test('a non-streaming client that disconnects cancels its request and frees its pages', async () => {
+  const server = await startServer();
+  try {
+    const client = new OpenAI({baseURL: server.url + '/v1', apiKey: 'x', maxRetries: 0});
+    const abort = new AbortController();
+    const long = client.chat.completions.create(
+        {model: MODEL_NAME, messages: hello, max_tokens: 6000, ignore_eos: true}, {signal: abort.signal});
+    long.catch(() => {});
+    let used = 0;
+    for (let i = 0; i < 300 && !(used > 0); i++) {
+      await sleep(50);
+      used = await metric(server.url, 'deepinfer_kv_pages_used');
+    }
+    assert.ok(used > 0, 'the request is running');
+    abort.abort();  // the client goes away while waiting for the whole answer
+    await assert.rejects(long);
+    let pending = 1, cancelled = 0;
+    for (let i = 0; i < 100 && (pending > 0 || used > 0 || cancelled < 1); i++) {
+      await sleep(100);
+      pending = await metric(server.url, 'deepinfer_requests_pending');
+      used = await metric(server.url, 'deepinfer_kv_pages_used');
+      cancelled = await metric(server.url, 'deepinfer_requests_cancelled_total');
+    }
+    assert.equal(cancelled, 1, 'the disconnect cancelled the request');
+    assert.equal(pending, 0, 'the cancelled request left the engine');
+    assert.equal(used, 0, 'its pages were freed');
+    assert.equal(await metric(server.url, 'deepinfer_generation_tokens_total') < 6000, true);
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
 test('SIGTERM lets in-flight requests finish, then exits 0', async () => {
   const server = await startServer();
   const client = new OpenAI({baseURL: server.url + '/v1', apiKey: 'x', maxRetries: 0});

@@ -35,6 +35,14 @@ class DeepSeekRunner : public ModelRunner {
   Status CopyPage(int32_t from, int32_t to) override;
   Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) override;
 
+  // DSpark (engine/spec/): once enabled, every Forward extends every sequence's stage rings
+  // over all its rows (a verify call: over the kept rows, at EndSpeculation), and AdoptPrefix
+  // restores the rings from the pages' DSpark tails (all written that way).
+  Status EnableDrafts() override;
+  int64_t max_drafts() const override;
+  Status Draft(RunnerSequence* seq, const DraftRequest& request, DraftProposal* out) override;
+  Status EndSpeculation(RunnerSequence* seq, int64_t kept_length) override;
+
   const model::Model& model() const { return *model_; }
 
  private:
@@ -46,6 +54,8 @@ class DeepSeekRunner : public ModelRunner {
   model::KvPageLayout layout_;
   DeepSeekRunnerOptions options_;
   std::unique_ptr<model::KvPageStore> store_;
+  bool drafts_ = false;
+  int64_t TapWidth() const;  // bf16 lanes of one row's DSpark taps
 };
 
 }  // namespace deepinfer::engine

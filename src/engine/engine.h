@@ -26,6 +26,8 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/spec/spec_options.h"
+#include "engine/spec/spec_stats.h"
 
 namespace deepinfer {
 class ThreadPool;
@@ -33,12 +35,17 @@ class ThreadPool;
 
 namespace deepinfer::engine {
 
+namespace spec {
+class SpecDecoder;
+}
+
 struct EngineOptions {
   int64_t kv_budget_bytes = int64_t{2} << 30;  // pages + per-sequence state of max_running
   SchedulerOptions scheduler;
   bool prefix_cache = true;
   bool async_schedule = true;
   bool check_integrity = false;  // KvCacheManager::CheckIntegrity after every step
+  spec::SpecOptions spec;        // speculative decoding (engine/spec/; off by default)
 };
 
 struct EngineStats {
@@ -49,6 +56,7 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t tokens_computed = 0;  // positions fed to the model
   int64_t tokens_generated = 0;
+  spec::SpecCounters spec;  // drafted / accepted counters and the acceptance-length histogram
 };
 
 class Engine {
@@ -113,6 +121,11 @@ class Engine {
   void FillMasks(const ScheduledBatch& batch);
   Status RunForward(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
                     std::vector<float>* logits, std::vector<Sequence*>* stopped);
+  // Speculative decoding after the plain rows are sampled: verifies the batch's verify entries
+  // and drafts for the sequences that go on decoding (engine/spec/spec_decoder.h).
+  Status SpecVerifyAndDraft(const ScheduledBatch& batch, const std::vector<float>& logits,
+                            const std::vector<int64_t>& logit_row,
+                            const std::vector<size_t>& verify);
 
   ModelRunner* runner_;
   EngineOptions options_;
@@ -121,6 +134,7 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::map<uint64_t, std::shared_ptr<Sequence>> sequences_;
   std::vector<Pending> pending_;
+  std::shared_ptr<spec::SpecDecoder> spec_;  // null with speculation off
   uint64_t next_id_ = 1;
   int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0;
 };

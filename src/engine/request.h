@@ -64,6 +64,8 @@ struct Request {
   // Set (from any thread) to cancel; the engine finishes the request with kAbort at its next
   // step and frees its pages.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  // Speculative decoding for this request when the engine has it on (false: plain decoding).
+  bool speculative = true;
 };
 
 }  // namespace deepinfer::engine

@@ -122,7 +122,10 @@ ScheduledBatch Scheduler::Schedule() {
   std::stable_sort(running_.begin(), running_.end(), Before);
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
-    const int64_t n = std::min({seq->remaining(), options_.prefill_chunk, budget});
+    // A decoding sequence with drafts (engine/spec/) also feeds them for verification.
+    const int64_t drafts = seq->remaining() == 1 ? seq->draft_rows : 0;
+    const int64_t n =
+        std::min({seq->remaining() + drafts, options_.prefill_chunk + drafts, budget});
     CHECK_GT(n, 0) << "a running sequence with nothing to compute";
     bool preempted_self = false;
     while (!Reserve(seq, seq->computed + n)) {

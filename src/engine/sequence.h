@@ -18,6 +18,10 @@
 
 namespace deepinfer::engine {
 
+namespace spec {
+struct SpecSequence;  // engine/spec/spec_decoder.h
+}
+
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
 struct Sequence {
@@ -50,6 +54,9 @@ struct Sequence {
   int64_t prompt_logprobs_done = 0;
   int preemptions = 0;
   std::optional<FinishReason> finish;
+  // Speculative decoding (engine/spec/): drafting state, and the drafts the next step verifies.
+  std::shared_ptr<spec::SpecSequence> spec;
+  int64_t draft_rows = 0;
 
   int64_t n_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - computed; }

@@ -27,6 +27,18 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
   cmd->add_option("--mode", f->mode, "index-key mode: official or owner")
       ->check(CLI::IsMember({"official", "owner"}));
   cmd->add_option("--page-tokens", f->page_tokens, "positions per KV page (0 = default)");
+  cmd->add_option("--spec", f->spec, "speculative decoding with the DSpark heads: dspark or off")
+      ->check(CLI::IsMember({"dspark", "off"}));
+  cmd->add_option("--spec-policy", f->spec_policy,
+                  "verified draft length: cost (confidence + step-cost scheduler), fixed, "
+                  "threshold")
+      ->check(CLI::IsMember({"cost", "fixed", "threshold"}));
+  cmd->add_option("--spec-length", f->spec_length,
+                  "drafts per step with --spec-policy fixed (0 = the whole block)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--spec-threshold", f->spec_threshold,
+                  "--spec-policy threshold: verify drafts while sigmoid(confidence) >= this")
+      ->check(CLI::Range(0.0, 1.0));
 }
 
 StatusOr<int64_t> ParseBytes(const std::string& text) {
@@ -79,6 +91,13 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   eo.scheduler.max_batch_tokens = flags.max_batch_tokens;
   eo.prefix_cache = flags.prefix_cache == "on";
   eo.async_schedule = flags.async_schedule == "on";
+  eo.spec.mode = flags.spec == "dspark" ? engine::spec::SpecMode::kDSpark
+                                        : engine::spec::SpecMode::kOff;
+  eo.spec.policy = flags.spec_policy == "fixed"       ? engine::spec::SpecPolicy::kFixed
+                   : flags.spec_policy == "threshold" ? engine::spec::SpecPolicy::kThreshold
+                                                      : engine::spec::SpecPolicy::kCostModel;
+  eo.spec.fixed_length = flags.spec_length;
+  eo.spec.threshold = static_cast<float>(flags.spec_threshold);
 #ifndef NDEBUG
   eo.check_integrity = true;  // debug builds check every invariant after every step
 #endif

@@ -27,6 +27,12 @@ struct EngineFlags {
   std::string async_schedule = "on";
   std::string mode = "official";  // index-key mode
   int64_t page_tokens = 0;        // 0 = default
+  // Speculative decoding (engine/spec/): --spec dspark|off, --spec-policy cost|fixed|threshold,
+  // --spec-length (fixed; 0 = the whole draft block), --spec-threshold.
+  std::string spec = "off";
+  std::string spec_policy = "cost";
+  int64_t spec_length = 0;
+  double spec_threshold = 0.5;
 };
 
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);

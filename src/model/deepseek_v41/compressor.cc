@@ -11,6 +11,7 @@
 #include "kernels/cpu/kv_qdq.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+#include "model/deepseek_v41/rollback.h"
 
 namespace deepinfer::model {
 namespace {
@@ -91,6 +92,10 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
     for (int64_t r = 0; r < seg.n_rows; ++r) {
       const int64_t pos = seg.pos0 + r;
       const int64_t slot = pos % ratio;
+      if (seg.state->group_undo != nullptr) {
+        RecordGroupWrite(seg.state->group_undo, li, pos, slot, cache.group_kv.data() + slot * hd,
+                         cache.group_score.data() + slot * hd, hd);
+      }
       std::copy_n(kv.data() + (seg.row0 + r) * hd, hd, cache.group_kv.data() + slot * hd);
       std::copy_n(score.data() + (seg.row0 + r) * hd, hd, cache.group_score.data() + slot * hd);
       if ((pos + 1) % ratio != 0) continue;

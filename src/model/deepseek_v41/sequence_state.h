@@ -24,6 +24,8 @@
 
 namespace deepinfer::model {
 
+struct GroupUndoLog;  // rollback.h
+
 struct LayerCache {
   std::vector<uint16_t> ring;  // [window][head_dim]
   // KV sources only: entries written so far (in pages).
@@ -46,6 +48,8 @@ struct SequenceState {
   int64_t dspark_length = 0;                  // positions written into the DSpark rings
   int published_index_owner = -1;             // official mode: last KV source that published
   EngramHistory engram_history;               // look-back of the Engram n-gram hash
+  // Open speculation (rollback.h): the pooling compressors journal their partial-group writes.
+  GroupUndoLog* group_undo = nullptr;
 
   // Paged long-range state: page i covers positions [i*P, (i+1)*P). kv_store is the engine's
   // pool, or own_store for a sequence no engine manages (pages allocated on demand).

@@ -1,0 +1,229 @@
+#include "engine/spec/spec_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "engine/sampling/philox.h"
+#include "engine/sampling/sampler.h"
+#include "engine/spec/verify.h"
+
+namespace deepinfer::engine::spec {
+namespace {
+
+// Drafts a sequence can still use: the output budget and the context, less the token every
+// verify call yields on its own.
+int64_t DraftRoom(const Sequence& seq, int64_t max_positions) {
+  int64_t room = max_positions - static_cast<int64_t>(seq.tokens.size()) - 1;
+  if (seq.request.params.max_tokens) {
+    room = std::min(room, *seq.request.params.max_tokens - seq.n_output() - 1);
+  }
+  return std::max<int64_t>(room, 0);
+}
+
+// The sampler's view of the sequence's next token (as the engine builds it for a plain decode
+// row): min_tokens suppression and the grammar mask of the matcher's current state.
+struct RowContext {
+  std::vector<int32_t> suppressed;
+  std::vector<uint32_t> mask;
+  const uint32_t* allowed = nullptr;
+};
+
+RowContext MakeRowContext(Sequence* seq, int32_t eos) {
+  RowContext ctx;
+  const SamplingParams& sp = seq->request.params;
+  if (seq->n_output() < sp.min_tokens) {
+    if (!sp.ignore_eos) ctx.suppressed.push_back(eos);
+    ctx.suppressed.insert(ctx.suppressed.end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
+  }
+  if (seq->matcher) {
+    ctx.mask.assign(static_cast<size_t>(seq->matcher->n_words()), 0);
+    seq->matcher->FillNextTokenBitmask(ctx.mask.data());
+    ctx.allowed = ctx.mask.data();
+  }
+  return ctx;
+}
+
+// The logprob of `token` (and the top list when asked) from a target distribution p.
+void FillLogprobs(const std::vector<double>& p, const SamplingParams& sp, SampleResult* r) {
+  r->logprob = static_cast<float>(std::log(p[static_cast<size_t>(r->token)]));
+  r->top.clear();
+  if (!sp.logprobs || sp.top_logprobs <= 0) return;
+  std::vector<int32_t> ids;
+  for (size_t v = 0; v < p.size(); ++v) {
+    if (p[v] > 0.0) ids.push_back(static_cast<int32_t>(v));
+  }
+  const size_t k = std::min<size_t>(ids.size(), static_cast<size_t>(sp.top_logprobs));
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                    [&](int32_t a, int32_t b) {
+                      return p[static_cast<size_t>(a)] != p[static_cast<size_t>(b)]
+                                 ? p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)]
+                                 : a < b;
+                    });
+  for (size_t i = 0; i < k; ++i) {
+    r->top.push_back({ids[i], static_cast<float>(std::log(p[static_cast<size_t>(ids[i])]))});
+  }
+}
+
+}  // namespace
+
+SpecDecoder::SpecDecoder(SpecOptions options, ModelRunner* runner,
+                         const SchedulerOptions& scheduler)
+    : options_(options),
+      runner_(runner),
+      scheduler_(scheduler),
+      cost_(options.cost_fixed_s, options.cost_per_row_s) {
+  counters_.accept_histogram.assign(static_cast<size_t>(runner->max_drafts()) + 1, 0);
+}
+
+void SpecDecoder::Plan(std::span<Sequence* const> running) {
+  std::vector<LengthCandidate> candidates;
+  std::vector<Sequence*> owners;
+  int64_t base_rows = 0;
+  double base_tokens = 0.0;
+  for (Sequence* seq : running) {
+    seq->draft_rows = 0;
+    const int64_t left = seq->remaining();
+    if (left != 1) {
+      base_rows += std::min(left, scheduler_.prefill_chunk);
+      continue;
+    }
+    base_rows += 1;
+    base_tokens += 1.0;
+    if (!seq->spec || seq->finish ||
+        seq->spec->drafted_at != static_cast<int64_t>(seq->tokens.size()) ||
+        seq->spec->proposal.tokens.empty()) {
+      continue;
+    }
+    const DraftProposal& d = seq->spec->proposal;
+    LengthCandidate c;
+    c.confidence = d.confidence;
+    c.survival = calibration_.Survival(d.confidence);
+    c.max_len = std::min<int64_t>(static_cast<int64_t>(d.tokens.size()),
+                                  DraftRoom(*seq, runner_->max_positions()));
+    candidates.push_back(std::move(c));
+    owners.push_back(seq);
+  }
+  if (candidates.empty()) return;
+  const std::vector<int64_t> len = ChooseLengths(options_, cost_, candidates, base_rows,
+                                                 base_tokens, scheduler_.max_batch_tokens);
+  for (size_t r = 0; r < owners.size(); ++r) {
+    int64_t n = len[r];
+    if (owners[r]->spec->explore)
+      n = std::max<int64_t>(n, std::min<int64_t>(1, candidates[r].max_len));
+    owners[r]->draft_rows = n;
+  }
+}
+
+void SpecDecoder::FillInput(const ScheduledEntry& e, RunnerInput* in) {
+  Sequence* seq = e.seq;
+  CHECK_EQ(seq->remaining(), 1);
+  SpecSequence& sp = *seq->spec;
+  const auto drafts = static_cast<size_t>(e.n_tokens - 1);
+  CHECK_LE(drafts, sp.proposal.tokens.size());
+  sp.input.assign(1, seq->tokens.back());
+  sp.input.insert(sp.input.end(), sp.proposal.tokens.begin(),
+                  sp.proposal.tokens.begin() + static_cast<std::ptrdiff_t>(drafts));
+  in->tokens = sp.input;
+  in->want_logits = true;
+  in->logits_rows = e.n_tokens;
+  in->speculative = true;
+}
+
+Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const AppendFn& append,
+                           std::optional<FinishReason>* finish) {
+  Sequence* seq = e.seq;
+  SpecSequence& sp = *seq->spec;
+  const int64_t vocab = runner_->vocab_size();
+  const int64_t drafts = e.n_tokens - 1;
+  const int64_t l0 = seq->computed;
+  const SamplingParams& params = seq->request.params;
+  const bool point_mass = sp.proposal.probs.empty();
+  int64_t accepted = 0;
+  Status status;
+  std::vector<double> p;
+  for (int64_t j = 0; j <= drafts; ++j) {
+    const float* row = logits + j * vocab;
+    RowContext ctx = MakeRowContext(seq, runner_->eos_token_id());
+    const auto position = static_cast<int64_t>(seq->tokens.size());
+    SampleResult r;
+    bool ok = false;
+    if (j == drafts || point_mass) {
+      // The bonus row, or a greedy draft: the sampler's own draw (verify.h).
+      status = SampleOne(row, vocab, params, seq->history, seq->seed, seq->request.sample_index,
+                         position, ctx.allowed, ctx.suppressed, &r);
+      if (!status.ok()) break;
+      ok = j < drafts && r.token == sp.input[static_cast<size_t>(j + 1)];
+    } else {
+      status =
+          TargetDistribution(row, vocab, params, seq->history, ctx.allowed, ctx.suppressed, &p);
+      if (!status.ok()) break;
+      const int32_t d = sp.input[static_cast<size_t>(j + 1)];
+      const std::span<const float> q(sp.proposal.probs.data() + j * vocab,
+                                     static_cast<size_t>(vocab));
+      const uint64_t seed = seq->seed;
+      const int64_t idx = seq->request.sample_index;
+      const DraftVerdict v =
+          VerifyDraft(p, q, d, PhiloxUniformDouble(seed, idx, position, kAcceptLane),
+                      PhiloxUniformDouble(seed, idx, position, kResampleLane));
+      r.token = v.token;
+      FillLogprobs(p, params, &r);
+      ok = v.accepted;
+    }
+    *finish = append(r);
+    if (ok) ++accepted;
+    if (!ok || *finish) break;
+  }
+  ++counters_.verify_calls;
+  counters_.verified += drafts;
+  counters_.accepted += accepted;
+  if (static_cast<size_t>(accepted) >= counters_.accept_histogram.size()) {
+    counters_.accept_histogram.resize(static_cast<size_t>(accepted) + 1, 0);
+  }
+  ++counters_.accept_histogram[static_cast<size_t>(accepted)];
+  calibration_.Observe(sp.proposal.confidence, drafts, accepted);
+  gain_ = 0.7 * gain_ + 0.3 * static_cast<double>(accepted);
+  sp.proposal = DraftProposal{};
+  sp.drafted_at = -1;
+  seq->draft_rows = 0;
+  const int64_t kept = l0 + accepted + 1;
+  DI_RETURN_IF_ERROR(runner_->EndSpeculation(seq->runner.get(), kept));
+  seq->computed = kept;
+  return status;
+}
+
+Status SpecDecoder::Draft(Sequence* seq) {
+  if (!seq->request.speculative || seq->finish || !seq->runner || seq->remaining() != 1) {
+    return Status::Ok();
+  }
+  if (!seq->spec) seq->spec = std::make_shared<SpecSequence>();
+  SpecSequence& sp = *seq->spec;
+  sp.proposal = DraftProposal{};
+  sp.drafted_at = -1;
+  sp.explore = false;
+  if (options_.policy == SpecPolicy::kCostModel && gain_ < options_.min_gain) {
+    if (options_.explore_period <= 0 || steps_ % options_.explore_period != 0) {
+      return Status::Ok();
+    }
+    sp.explore = true;
+  }
+  int64_t n = runner_->max_drafts();
+  if (options_.max_drafts > 0) n = std::min(n, options_.max_drafts);
+  n = std::min(n, DraftRoom(*seq, runner_->max_positions()));
+  if (n <= 0) return Status::Ok();
+  DraftRequest request;
+  request.token = seq->tokens.back();
+  request.max_drafts = n;
+  DI_RETURN_IF_ERROR(runner_->Draft(seq->runner.get(), request, &sp.proposal));
+  ++counters_.draft_calls;
+  counters_.drafted += static_cast<int64_t>(sp.proposal.tokens.size());
+  sp.drafted_at = static_cast<int64_t>(seq->tokens.size());
+  return Status::Ok();
+}
+
+void SpecDecoder::EndStep(int64_t rows, double seconds) {
+  ++steps_;
+  cost_.Observe(rows, seconds);
+}
+
+}  // namespace deepinfer::engine::spec

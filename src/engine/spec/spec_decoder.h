@@ -1,0 +1,79 @@
+// SpecDecoder: speculative decoding inside the engine's step loop (docs/engine_contract.md,
+// "Speculative decoding").
+//
+// Per step, for every sequence that decodes and has drafts for its next token:
+//   Plan      (before Schedule)  how many drafts the step verifies: Sequence::draft_rows
+//   FillInput                    the verify input: the next token and its drafts, all rows'
+//                                logits, speculative (the runner can roll it back)
+//   Verify    (after Forward)    row by row with the sampler's own rows (penalties, logit_bias,
+//                                grammar mask and min_tokens suppression apply to the target,
+//                                each row seeing the tokens accepted before it): accept / resample
+//                                (verify.h), append through the engine (EOS, stop ids, length
+//                                end the run at their token), then EndSpeculation at the kept
+//                                length
+//   Draft     (after sampling)   new drafts after the newest token
+// Sequences that never had drafts (opt-out, prefill, spec off) run as before.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "engine/spec/length_policy.h"
+#include "engine/spec/spec_options.h"
+#include "engine/spec/spec_stats.h"
+#include "engine/spec/step_cost.h"
+
+namespace deepinfer::engine::spec {
+
+// Per-sequence drafting state (Sequence::spec).
+struct SpecSequence {
+  int64_t drafted_at = -1;  // tokens.size() when `proposal` was drafted
+  DraftProposal proposal;
+  bool explore = false;        // drafted on an exploration step: verify at least one
+  std::vector<int32_t> input;  // the verify call's tokens
+};
+
+class SpecDecoder {
+ public:
+  SpecDecoder(SpecOptions options, ModelRunner* runner, const SchedulerOptions& scheduler);
+
+  const SpecOptions& options() const { return options_; }
+  // A scheduled entry that feeds more tokens than the sequence has left verifies drafts.
+  static bool IsVerify(const ScheduledEntry& e) { return e.n_tokens > e.seq->remaining(); }
+
+  void Plan(std::span<Sequence* const> running);
+  void FillInput(const ScheduledEntry& e, RunnerInput* in);
+  using AppendFn = std::function<std::optional<FinishReason>(const SampleResult&)>;
+  // logits: [e.n_tokens][vocab]. Sets *finish when an appended token ended the output.
+  Status Verify(const ScheduledEntry& e, const float* logits, const AppendFn& append,
+                std::optional<FinishReason>* finish);
+  // New drafts for a sequence whose every token but the newest is consumed (no-op otherwise,
+  // for opted-out requests, and while the engine's acceptance is too low; see SpecOptions).
+  Status Draft(Sequence* seq);
+  // The step's rows and wall time (the cost model's observation).
+  void EndStep(int64_t rows, double seconds);
+
+  const SpecCounters& counters() const { return counters_; }
+
+ private:
+  SpecOptions options_;
+  ModelRunner* runner_;
+  SchedulerOptions scheduler_;
+  StepCostModel cost_;
+  AcceptanceCalibration calibration_;
+  SpecCounters counters_;
+  int64_t steps_ = 0;
+  // Decaying mean of accepted drafts per verify call (weight 0.3 on the newest; starts at 0.5, so
+  // a drafter that never hits is switched off after about four verify calls).
+  double gain_ = 0.5;
+};
+
+}  // namespace deepinfer::engine::spec

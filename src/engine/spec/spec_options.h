@@ -1,0 +1,37 @@
+// Options of speculative decoding (docs/engine_contract.md, "Speculative decoding").
+#pragma once
+
+#include <cstdint>
+
+namespace deepinfer::engine::spec {
+
+enum class SpecMode { kOff, kDSpark };
+
+// How many of a sequence's drafts the next step verifies.
+enum class SpecPolicy {
+  // The DSpark paper's hardware-aware scheduler (§3, Algorithm 1): prefix survival
+  // a_j = prod_{i<=j} sigmoid(c_i) (online-calibrated, length_policy.h); all (sequence, j) by a_j
+  // descending, admitted while Θ = τ·SPS(B) improves, stopping at the first non-improvement.
+  kCostModel,
+  kFixed,      // min(fixed_length, drafts)
+  kThreshold,  // the drafts before the first with sigmoid(c_j) < threshold
+};
+
+struct SpecOptions {
+  SpecMode mode = SpecMode::kOff;
+  SpecPolicy policy = SpecPolicy::kCostModel;
+  int64_t fixed_length = 0;  // kFixed; 0 = every draft
+  float threshold = 0.5f;    // kThreshold
+  int64_t max_drafts = 0;    // 0 = the runner's block
+  // kCostModel step cost: seconds(B rows) = cost_fixed_s + cost_per_row_s · B. Both 0 =
+  // profiled online from the engine's own steps (a decaying least-squares fit); set them to
+  // make the policy a pure function of the drafts (no timing in the decisions).
+  double cost_fixed_s = 0.0;
+  double cost_per_row_s = 0.0;
+  // kCostModel: drafting stops while the engine's recent accepted drafts per verify call stay
+  // below min_gain; one step in explore_period drafts anyway, so a change is noticed.
+  double min_gain = 0.15;
+  int64_t explore_period = 32;
+};
+
+}  // namespace deepinfer::engine::spec

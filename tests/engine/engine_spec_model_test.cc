@@ -1,0 +1,175 @@
+// DSpark speculative decoding on the real model (v41-tiny-a fixture, owner index-key mode):
+// greedy output with spec on equals spec off token for token (and logprob bit for bit) over
+// many prompts, in a mixed batch with opted-out requests, with prefix hits (the DSpark rings
+// restored from the pages' tails) and under preemption; every length policy.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/deepseek_runner.h"
+#include "engine/engine.h"
+#include "model/deepseek_v41/model.h"
+
+namespace deepinfer::engine {
+namespace {
+
+const std::string kFixture = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+
+struct Out {
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> logprob_bits;
+  int64_t prefix_hit = 0;
+};
+
+class EngineSpecModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto m = model::Model::Load(kFixture);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(*m).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+
+  static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
+    std::mt19937_64 rng(seed);
+    const int vocab = model_->config().vocab_size;
+    std::vector<int32_t> prefix(shared);
+    for (int32_t& t : prefix) t = static_cast<int32_t>(3 + rng() % (vocab - 4));
+    std::vector<std::vector<int32_t>> p(n);
+    for (auto& v : p) {
+      v = prefix;
+      const int len = 1 + static_cast<int>(rng() % 40);
+      for (int k = 0; k < len; ++k) v.push_back(static_cast<int32_t>(3 + rng() % (vocab - 4)));
+    }
+    return p;
+  }
+
+  static std::vector<Out> Run(const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
+                              const spec::SpecOptions& so, int64_t budget_pages, bool prefix_cache,
+                              std::vector<int> submit_step = {}, EngineStats* stats = nullptr,
+                              float temperature = 0.0f) {
+    DeepSeekRunnerOptions ro;
+    ro.index_key_mode = model::IndexKeyMode::kOwner;
+    ro.page_tokens = 8;
+    auto runner = DeepSeekRunner::Create(model_, ro);
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    EngineOptions eo;
+    const int64_t max_running = 4;
+    eo.kv_budget_bytes =
+        budget_pages * (*runner)->page_bytes() + max_running * (*runner)->sequence_bytes();
+    eo.scheduler.max_running = max_running;
+    eo.scheduler.prefill_chunk = 16;
+    eo.scheduler.max_batch_tokens = 48;
+    eo.prefix_cache = prefix_cache;
+    eo.check_integrity = true;
+    eo.spec = so;
+    auto engine = Engine::Create(runner->get(), eo, &model_->pool());
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    std::vector<Out> outs(prompts.size());
+    if (submit_step.empty()) submit_step.assign(prompts.size(), 0);
+    size_t next = 0;
+    for (int step = 0; next < prompts.size() || !(*engine)->idle(); ++step) {
+      while (next < prompts.size() && submit_step[next] <= step) {
+        Request r;
+        r.prompt = prompts[next];
+        r.params.temperature = temperature;
+        r.params.seed = 99;
+        r.params.max_tokens = max_tokens;
+        r.params.ignore_eos = true;
+        r.params.logprobs = true;
+        r.speculative = next % 5 != 4;  // mixed: some requests opt out
+        Out* o = &outs[next];
+        r.on_output = [o](const RequestOutput& ro) {
+          o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+          for (const SampleResult& s : ro.samples) {
+            uint32_t bits;
+            std::memcpy(&bits, &s.logprob, 4);
+            o->logprob_bits.push_back(bits);
+          }
+          o->prefix_hit = ro.prefix_hit_tokens;
+        };
+        EXPECT_TRUE((*engine)->Add(std::move(r)).ok());
+        ++next;
+      }
+      const Status s = (*engine)->Step();
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      if (!s.ok()) break;
+    }
+    if (stats) *stats = (*engine)->stats();
+    return outs;
+  }
+
+  static void ExpectSame(const std::vector<Out>& a, const std::vector<Out>& b,
+                         const std::string& what) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].ids, b[i].ids) << what << " request " << i;
+      EXPECT_EQ(a[i].logprob_bits, b[i].logprob_bits) << what << " request " << i;
+    }
+  }
+
+  static model::Model* model_;
+};
+
+model::Model* EngineSpecModelTest::model_ = nullptr;
+
+spec::SpecOptions Spec(spec::SpecPolicy policy) {
+  spec::SpecOptions so;
+  so.mode = spec::SpecMode::kDSpark;
+  so.policy = policy;
+  so.threshold = 0.2f;
+  so.cost_fixed_s = 1.0;  // a fixed cost model: decisions do not depend on timing
+  so.cost_per_row_s = 0.001;
+  so.min_gain = 0.0;  // keep drafting even though random weights accept little
+  return so;
+}
+
+TEST_F(EngineSpecModelTest, GreedyMixedBatchEqualsSpecOff) {
+  const auto prompts = Prompts(12, 31);
+  const std::vector<Out> off = Run(prompts, 10, spec::SpecOptions{}, 1024, false);
+  for (const spec::SpecPolicy policy :
+       {spec::SpecPolicy::kFixed, spec::SpecPolicy::kThreshold, spec::SpecPolicy::kCostModel}) {
+    EngineStats stats;
+    const std::vector<Out> on = Run(prompts, 10, Spec(policy), 1024, false, {}, &stats);
+    ExpectSame(off, on, "policy " + std::to_string(static_cast<int>(policy)));
+    EXPECT_GT(stats.spec.draft_calls, 0);
+    if (policy == spec::SpecPolicy::kFixed) EXPECT_GT(stats.spec.verified, 0);
+  }
+}
+
+TEST_F(EngineSpecModelTest, SampledOutputEqualsSpecOff) {
+  // Greedy drafts are point masses: the verified token is the sampler's own draw.
+  const auto prompts = Prompts(6, 37);
+  const std::vector<Out> off = Run(prompts, 8, spec::SpecOptions{}, 1024, false, {}, nullptr, 1.0f);
+  EngineStats stats;
+  const std::vector<Out> on =
+      Run(prompts, 8, Spec(spec::SpecPolicy::kFixed), 1024, false, {}, &stats, 1.0f);
+  ExpectSame(off, on, "sampled");
+  EXPECT_GT(stats.spec.verified, 0);
+}
+
+TEST_F(EngineSpecModelTest, PrefixHitsAndPreemptionEqualSpecOff) {
+  const auto prompts = Prompts(5, 41, /*shared=*/35);
+  const std::vector<int> submit = {0, 30, 30, 31, 32};
+  const std::vector<Out> off = Run(prompts, 8, spec::SpecOptions{}, 1024, false, submit);
+  EngineStats stats;
+  const std::vector<Out> warm =
+      Run(prompts, 8, Spec(spec::SpecPolicy::kFixed), 1024, true, submit, &stats);
+  EXPECT_GT(stats.kv.prefix_hits, 0);
+  EXPECT_EQ(warm[1].prefix_hit, 32);
+  ExpectSame(off, warm, "prefix");
+  EngineStats tight_stats;
+  const std::vector<Out> tight =
+      Run(Prompts(8, 43), 8, Spec(spec::SpecPolicy::kFixed), 9, false, {}, &tight_stats);
+  EXPECT_GT(tight_stats.preemptions, 0);
+  ExpectSame(Run(Prompts(8, 43), 8, spec::SpecOptions{}, 1024, false), tight, "preempted");
+}
+
+}  // namespace
+}  // namespace deepinfer::engine

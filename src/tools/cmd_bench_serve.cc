@@ -82,11 +82,12 @@ void PrintRun(const ServeRunResult& r) {
   std::printf("goodput (req/s, tok/s):      %.3f, %.2f (%lld requests within the SLO)\n",
               s.request_goodput, s.output_goodput, static_cast<long long>(s.good_requests));
   if (s.cost_per_million_tokens) {
+    char good[32] = "-";
+    if (s.cost_per_million_good_tokens) {
+      std::snprintf(good, sizeof(good), "$%.4f", *s.cost_per_million_good_tokens);
+    }
     std::printf("cost per 1M output tokens:   $%.4f (within the SLO: %s)\n",
-                *s.cost_per_million_tokens,
-                s.cost_per_million_good_tokens
-                    ? ("$" + std::to_string(*s.cost_per_million_good_tokens)).c_str()
-                    : "-");
+                *s.cost_per_million_tokens, good);
   }
   std::printf("%-8s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99");
   for (const auto& [name, d] : {std::pair<const char*, const Distribution&>{"TTFT", s.ttft_s},

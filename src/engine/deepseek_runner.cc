@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "model/deepseek_v41/rollback.h"
+
 namespace deepinfer::engine {
 namespace {
 
@@ -12,6 +14,10 @@ class DeepSeekSequence : public RunnerSequence {
   int64_t length() const override { return state_.length; }
   model::SequenceState& state() { return state_; }
   const model::SequenceState& state() const { return state_; }
+
+  // An open verify call: its checkpoint, and the taps of its rows (extended at EndSpeculation).
+  model::SpeculationCheckpoint checkpoint;
+  std::vector<uint16_t> pending_taps;
 
  private:
   model::SequenceState state_;
@@ -55,9 +61,15 @@ std::unique_ptr<RunnerSequence> DeepSeekRunner::NewSequence() {
 
 Status DeepSeekRunner::AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,
                                    std::span<const int32_t> tokens) {
+  if (options_.decoder_replay_keep > 0) {
+    return InvalidArgument(
+        "prefix reuse with decoder-side replay: the pages' window tails are incomplete");
+  }
   model::SequenceState& st = static_cast<DeepSeekSequence*>(seq)->state();
   st.pages.assign(pages.begin(), pages.end());
-  return model_->AdoptPrefix(&st, tokens);
+  DI_RETURN_IF_ERROR(model_->AdoptPrefix(&st, tokens));
+  if (drafts_) DI_RETURN_IF_ERROR(model::RestoreDSparkFromTails(&st));
+  return Status::Ok();
 }
 
 StatusOr<std::unique_ptr<RunnerSequence>> DeepSeekRunner::Fork(const RunnerSequence& parent) {
@@ -78,22 +90,112 @@ Status DeepSeekRunner::CopyPage(int32_t from, int32_t to) {
 Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) {
   std::vector<model::ForwardInput> fin;
   fin.reserve(inputs.size());
+  size_t out_rows = 0;
   for (const RunnerInput& in : inputs) {
-    model::SequenceState& st = static_cast<DeepSeekSequence*>(in.seq)->state();
+    auto* seq = static_cast<DeepSeekSequence*>(in.seq);
+    model::SequenceState& st = seq->state();
     st.pages.assign(in.pages.begin(), in.pages.end());
-    if (in.logit_rows < 0 || in.logit_rows > static_cast<int64_t>(in.tokens.size())) {
-      return InvalidArgument("runner input asks for " + std::to_string(in.logit_rows) +
-                             " rows of logits from " + std::to_string(in.tokens.size()) +
-                             " tokens");
+    const int64_t n = static_cast<int64_t>(in.tokens.size());
+    const int64_t rows = std::clamp<int64_t>(in.logits_rows, 1, std::max<int64_t>(n, 1));
+    fin.push_back({&st, in.tokens, in.want_logits, rows, in.prefill_end});
+    out_rows += static_cast<size_t>(rows);
+    if (in.speculative) {
+      if (!drafts_) return InvalidArgument("a speculative input without EnableDrafts");
+      DI_RETURN_IF_ERROR(model::BeginSpeculation(&st, n, &seq->checkpoint));
     }
-    fin.push_back({&st, in.tokens, in.logit_rows});
   }
   model::ForwardOptions opt;
   opt.index_key_mode = options_.index_key_mode;
+  opt.want_taps = drafts_;
+  opt.decoder_replay_keep = options_.decoder_replay_keep;
   model::ForwardOutput out;
-  DI_RETURN_IF_ERROR(model_->Forward(fin, opt, &out));
-  // The model's rows are already in input order, each input's in position order.
-  *logits = std::move(out.logits);
+  const Status fs = model_->Forward(fin, opt, &out);
+  if (!fs.ok()) {
+    for (const RunnerInput& in : inputs) {
+      static_cast<DeepSeekSequence*>(in.seq)->state().group_undo = nullptr;
+    }
+    return fs;
+  }
+  const size_t vocab = static_cast<size_t>(vocab_size());
+  logits->resize(out_rows * vocab);
+  size_t k = 0, o = 0;  // the model returns rows only for inputs that want them, in input order
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto rows = static_cast<size_t>(fin[i].logits_rows);
+    if (inputs[i].want_logits) {
+      std::copy_n(out.logits.data() + k * vocab, rows * vocab, logits->data() + o * vocab);
+      k += rows;
+    }
+    o += rows;
+  }
+  if (drafts_) {
+    const int64_t width = TapWidth();
+    int64_t row0 = 0;
+    for (const RunnerInput& in : inputs) {
+      auto* seq = static_cast<DeepSeekSequence*>(in.seq);
+      const auto n = static_cast<int64_t>(in.tokens.size());
+      const uint16_t* taps = out.taps.data() + row0 * width;
+      if (in.speculative) {
+        seq->pending_taps.assign(taps, taps + n * width);
+      } else {
+        DI_RETURN_IF_ERROR(model_->DSparkExtend(&seq->state(), taps, n));
+      }
+      row0 += n;
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t DeepSeekRunner::TapWidth() const {
+  return static_cast<int64_t>(model_->config().dspark_target_layer_ids.size()) *
+         model_->config().dim;
+}
+
+Status DeepSeekRunner::EnableDrafts() {
+  if (!model_->config().dspark_enabled()) {
+    return InvalidArgument("the model has no DSpark stages: speculative decoding is unavailable");
+  }
+  if (store_) return InvalidArgument("EnableDrafts after InitPages");
+  if (options_.decoder_replay_keep > 0) {
+    return InvalidArgument(
+        "DSpark drafting needs the taps of every prompt row: decoder-side replay must be off");
+  }
+  drafts_ = true;
+  return Status::Ok();
+}
+
+int64_t DeepSeekRunner::max_drafts() const {
+  return drafts_ ? model_->config().dspark_block_size : 0;
+}
+
+Status DeepSeekRunner::Draft(RunnerSequence* rs, const DraftRequest& request, DraftProposal* out) {
+  if (!drafts_) return InvalidArgument("Draft without EnableDrafts");
+  const model::SequenceState& st = static_cast<DeepSeekSequence*>(rs)->state();
+  if (st.dspark_length != st.length) {
+    return Internal("Draft: the DSpark rings cover " + std::to_string(st.dspark_length) + " of " +
+                    std::to_string(st.length) + " positions");
+  }
+  DI_ASSIGN_OR_RETURN(model::DraftOutput d, model_->DSparkDraft(st, request.token));
+  const size_t n = std::min<size_t>(d.confidence.size(),
+                                    static_cast<size_t>(std::max<int64_t>(0, request.max_drafts)));
+  out->tokens.assign(d.ids.begin() + 1, d.ids.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+  out->confidence.assign(d.confidence.begin(),
+                         d.confidence.begin() + static_cast<std::ptrdiff_t>(n));
+  out->probs.clear();  // greedy drafts
+  return Status::Ok();
+}
+
+Status DeepSeekRunner::EndSpeculation(RunnerSequence* rs, int64_t kept_length) {
+  auto* seq = static_cast<DeepSeekSequence*>(rs);
+  model::SequenceState& st = seq->state();
+  const int64_t from = st.dspark_length;
+  DI_RETURN_IF_ERROR(model::RollbackSpeculation(*model_, &st, &seq->checkpoint, kept_length));
+  const int64_t width = TapWidth();
+  const int64_t rows = kept_length - from;
+  if (rows < 0 || rows * width > static_cast<int64_t>(seq->pending_taps.size())) {
+    return Internal("EndSpeculation: the kept rows have no taps");
+  }
+  if (rows > 0) DI_RETURN_IF_ERROR(model_->DSparkExtend(&st, seq->pending_taps.data(), rows));
+  seq->pending_taps.clear();
   return Status::Ok();
 }
 

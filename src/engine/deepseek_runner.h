@@ -13,6 +13,10 @@ namespace deepinfer::engine {
 struct DeepSeekRunnerOptions {
   model::IndexKeyMode index_key_mode = model::IndexKeyMode::kOfficial;
   int64_t page_tokens = 0;  // 0: the smallest legal length >= 64
+  // Decoder-side bounded replay (model/deepseek_v41/decoder_replay.h): rows of a prefill the
+  // layers after the last KV source keep; 0 = off (exact). Not with the prefix cache: the page
+  // tails of those layers stay incomplete, so AdoptPrefix refuses.
+  int64_t decoder_replay_keep = 0;
 };
 
 class DeepSeekRunner : public ModelRunner {

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <list>
 #include <random>
@@ -8,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/thread_pool.h"
+#include "engine/spec/spec_decoder.h"
 
 namespace deepinfer::engine {
 
@@ -40,6 +42,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelRunner* runner, EngineOpti
                            std::to_string(so.max_running) + " running sequences (" +
                            std::to_string(per_seq) + " bytes)");
   }
+  if (options.spec.mode != spec::SpecMode::kOff) DI_RETURN_IF_ERROR(runner->EnableDrafts());
   DI_RETURN_IF_ERROR(runner->InitPages(n_pages));
   return std::unique_ptr<Engine>(
       new Engine(runner, options, n_pages, pool ? pool : &ThreadPool::Default()));
@@ -49,6 +52,9 @@ Engine::Engine(ModelRunner* runner, EngineOptions options, int64_t n_pages, Thre
     : runner_(runner), options_(options), pool_(pool) {
   kv_ = std::make_unique<KvCacheManager>(n_pages, runner->page_tokens(), options.prefix_cache);
   scheduler_ = std::make_unique<Scheduler>(options.scheduler, kv_.get(), runner);
+  if (options.spec.mode != spec::SpecMode::kOff) {
+    spec_ = std::make_shared<spec::SpecDecoder>(options.spec, runner, options.scheduler);
+  }
 }
 
 StatusOr<uint64_t> Engine::Add(Request request) {
@@ -149,9 +155,10 @@ bool Engine::Fork(Sequence* lead, Sequence* seq) {
   seq->runner = std::move(*runner);
   seq->pages = std::move(pages);
   seq->computed = lead->computed;
-  seq->block_keys.assign(lead->block_keys.begin(),
-                         lead->block_keys.begin() +
-                             std::min<int64_t>(full, static_cast<int64_t>(lead->block_keys.size())));
+  seq->block_keys.assign(
+      lead->block_keys.begin(),
+      lead->block_keys.begin() +
+          std::min<int64_t>(full, static_cast<int64_t>(lead->block_keys.size())));
   seq->registered_blocks = std::min(lead->registered_blocks, full);
   seq->prefix_hit_tokens = lead->prefix_hit_tokens;
   seq->prompt_logprobs = lead->prompt_logprobs;
@@ -223,10 +230,13 @@ std::vector<Sequence*> Engine::DeliverPending() {
   std::vector<Pending> pending;
   pending.swap(pending_);
   std::vector<Sequence*> stopped;
+  // Sequences a stop string ended in this call, at which output count: their later tokens
+  // (a step can append several with speculative decoding) are dropped.
+  std::map<const Sequence*, int64_t> cut;
   for (Pending& d : pending) {
     Sequence* seq = d.seq.get();
     // Tokens after a stop string are dropped (they were sampled before the check ran).
-    if (seq->finish && !d.finish) continue;
+    if (const auto it = cut.find(seq); it != cut.end() && d.n_output > it->second) continue;
     std::optional<FinishReason> finish = d.finish;
     // The stop check sees every token (it may keep state, e.g. a detokenizer); its verdict
     // counts from min_tokens on, like EOS and the stop ids.
@@ -237,7 +247,9 @@ std::vector<Sequence*> Engine::DeliverPending() {
       if (hit && !finish && d.n_output >= seq->request.params.min_tokens) {
         finish = FinishReason::kStop;
         seq->finish = finish;
-        stopped.push_back(seq);
+        cut[seq] = d.n_output;
+        // (A sequence whose later token already ended it is retired: nothing more to do.)
+        if (seq->status != SequenceStatus::kFinished) stopped.push_back(seq);
       }
     }
     if (seq->request.on_output) {
@@ -337,7 +349,9 @@ Status Engine::RunForward(const ScheduledBatch& batch, const std::vector<RunnerI
 }
 
 Status Engine::Step() {
+  const auto step_start = std::chrono::steady_clock::now();
   HandleCancels();
+  if (spec_) spec_->Plan(scheduler_->running());
   ScheduledBatch batch = scheduler_->Schedule();
   if (scheduler_->running().empty() && !scheduler_->waiting().empty() &&
       (batch.empty() || !batch.preempted.empty())) {
@@ -365,7 +379,14 @@ Status Engine::Step() {
     in.tokens = std::span<const int32_t>(e.seq->tokens)
                     .subspan(static_cast<size_t>(e.seq->computed), static_cast<size_t>(e.n_tokens));
     in.pages = e.seq->pages;
-    in.logit_rows = LogitRows(*e.seq, e.n_tokens);
+    const int64_t rows = LogitRows(*e.seq, e.n_tokens);
+    in.want_logits = rows > 0;
+    in.logits_rows = std::max<int64_t>(rows, 1);
+    if (spec_ && spec::SpecDecoder::IsVerify(e)) spec_->FillInput(e, &in);
+    // Prompt logprobs need every prompt row: no decoder-side replay may skip one.
+    if (e.seq->remaining() > 1 && !e.seq->request.params.prompt_logprobs) {
+      in.prefill_end = static_cast<int64_t>(e.seq->tokens.size());
+    }
     inputs.push_back(in);
   }
   std::vector<float> logits;
@@ -380,6 +401,12 @@ Status Engine::Step() {
     return Status::Ok();
   }
   const int64_t vocab = runner_->vocab_size();
+  // First logits row of each input (a verify input has one per token).
+  std::vector<int64_t> logit_row(inputs.size());
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    logit_row[i] = logit_row[i - 1] + inputs[i - 1].logits_rows;
+  }
+  std::vector<size_t> verify;  // entries that verify drafts
   // Rows that choose a next token (forked samples share their lead's row of logits).
   std::vector<SampleRow> rows;
   std::vector<Sequence*> row_seq;
@@ -403,14 +430,15 @@ Status Engine::Step() {
     rows.push_back(r);
     row_seq.push_back(seq);
   };
-  int64_t row0 = 0;  // first logits row of the entry
-  std::vector<Status> early_errors;
   for (size_t i = 0; i < batch.entries.size(); ++i) {
     Sequence* seq = batch.entries[i].seq;
-    const int64_t n_rows = inputs[i].logit_rows;
-    const float* entry_logits = logits.data() + row0 * vocab;
-    row0 += n_rows;
+    const int64_t n_rows = inputs[i].logits_rows;
+    const float* entry_logits = logits.data() + logit_row[i] * vocab;
     if (seq->finish) continue;
+    if (spec_ && spec::SpecDecoder::IsVerify(batch.entries[i])) {
+      verify.push_back(i);
+      continue;
+    }
     seq->computed += batch.entries[i].n_tokens;
     tokens_computed_ += batch.entries[i].n_tokens;
     RegisterBlocks(seq);
@@ -465,10 +493,53 @@ Status Engine::Step() {
       Retire(seq);
     }
   }
+  if (spec_) DI_RETURN_IF_ERROR(SpecVerifyAndDraft(batch, logits, logit_row, verify));
   if (!options_.async_schedule) {
     for (Sequence* seq : DeliverPending()) Retire(seq);
   }
   if (options_.check_integrity) DI_RETURN_IF_ERROR(CheckIntegrity());
+  if (spec_) {
+    spec_->EndStep(
+        batch.n_tokens,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
+  }
+  return Status::Ok();
+}
+
+Status Engine::SpecVerifyAndDraft(const ScheduledBatch& batch, const std::vector<float>& logits,
+                                  const std::vector<int64_t>& logit_row,
+                                  const std::vector<size_t>& verify) {
+  const int64_t vocab = runner_->vocab_size();
+  for (size_t i : verify) {
+    const ScheduledEntry& e = batch.entries[i];
+    Sequence* seq = e.seq;
+    tokens_computed_ += e.n_tokens;
+    std::optional<FinishReason> fin;
+    const Status vs = spec_->Verify(
+        e, logits.data() + logit_row[i] * vocab,
+        [&](const SampleResult& sample) {
+          const std::optional<FinishReason> f = Append(seq, sample);
+          pending_.push_back({sequences_.at(seq->id), sample, seq->n_output(), f});
+          return f;
+        },
+        &fin);
+    if (!vs.ok()) {
+      Finish(seq, FinishReason::kError, vs);
+      continue;
+    }
+    RegisterBlocks(seq);
+    if (fin) {
+      seq->finish = fin;
+      Retire(seq);
+    }
+  }
+  // Drafts for every sequence of the batch that goes on decoding.
+  for (const ScheduledEntry& e : batch.entries) {
+    Sequence* seq = e.seq;
+    if (seq->finish || seq->status != SequenceStatus::kRunning) continue;
+    const Status ds = spec_->Draft(seq);
+    if (!ds.ok()) Finish(seq, FinishReason::kError, ds);
+  }
   return Status::Ok();
 }
 
@@ -487,6 +558,7 @@ EngineStats Engine::stats() const {
   s.preemptions = scheduler_->n_preemptions();
   s.tokens_computed = tokens_computed_;
   s.tokens_generated = tokens_generated_;
+  if (spec_) s.spec = spec_->counters();
   return s;
 }
 

@@ -8,8 +8,9 @@
 //     of a sequence into the page at index i of its page table;
 //   * before Forward, the engine has set every input's page table to cover all positions the
 //     call consumes;
-//   * Forward returns, in input order, the logits of each input's last `logit_rows` tokens
-//     (position order; none for e.g. prefill chunks before the last);
+//   * Forward returns, in input order, the logits of each input's last `logits_rows` tokens
+//     (position order; unspecified values for an input with !want_logits, e.g. a prefill chunk
+//     before the last);
 //   * a sequence handle belongs to one engine sequence at a time; dropping it frees its
 //     per-sequence memory, never pages.
 #pragma once
@@ -33,7 +34,32 @@ struct RunnerInput {
   RunnerSequence* seq = nullptr;
   std::span<const int32_t> tokens;  // continue the sequence at seq->length()
   std::span<const int32_t> pages;   // its whole page table after this call's reservation
-  int64_t logit_rows = 1;           // logits of the last logit_rows tokens (<= tokens.size())
+  bool want_logits = true;          // false: the row of logits may be left unspecified
+  // Speculative decoding (engine/spec/): rows of logits this input returns, its last
+  // `logits_rows` (a verify input: the last accepted token and its drafts, all of them).
+  int64_t logits_rows = 1;
+  // A verify input: the runner keeps what it needs to roll the call back; the engine calls
+  // EndSpeculation(seq, kept length) after the Forward, before anything else uses the sequence.
+  bool speculative = false;
+  // A prefill chunk: the position its prefill ends at (the tokens the sequence holds); lets a
+  // runner with decoder-side bounded replay skip rows (model/deepseek_v41/decoder_replay.h).
+  // 0 = a decode or verify input.
+  int64_t prefill_end = 0;
+};
+
+// Drafts for the positions after a sequence's next token (ModelRunner::Draft).
+struct DraftProposal {
+  std::vector<int32_t> tokens;
+  // Raw confidence logit per draft: sigmoid = P(draft accepted | the drafts before accepted).
+  std::vector<float> confidence;
+  // [tokens][vocab]: the distribution each draft was sampled from; empty = drafts chosen
+  // deterministically (greedy), i.e. a point mass on each draft.
+  std::vector<float> probs;
+};
+
+struct DraftRequest {
+  int32_t token = 0;  // the sequence's next token (sampled, not yet consumed)
+  int64_t max_drafts = 0;
 };
 
 class ModelRunner {
@@ -70,8 +96,24 @@ class ModelRunner {
     (void)to;
     return Unimplemented("this model runner cannot copy pages");
   }
-  // One forward over a mixed batch; logits [sum of logit_rows][vocab].
+  // One forward over a mixed batch. Logits rows in input order: logits_rows rows per input
+  // (1 by default; contents unspecified for an input with !want_logits), [rows][vocab].
   virtual Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) = 0;
+
+  // Speculative decoding (optional; the defaults have no drafter). EnableDrafts is called once
+  // by an engine with speculation on, before any sequence exists (a runner may then keep extra
+  // per-sequence state, e.g. the DSpark rings). Draft proposes up to max_drafts tokens for a
+  // sequence whose every token but `token` is consumed. EndSpeculation keeps the first
+  // kept_length positions of a sequence after a speculative Forward and undoes the rest.
+  virtual Status EnableDrafts() { return Unimplemented("this model runner has no drafter"); }
+  virtual int64_t max_drafts() const { return 0; }
+  virtual Status Draft(RunnerSequence* /*seq*/, const DraftRequest& /*request*/,
+                       DraftProposal* /*out*/) {
+    return Unimplemented("this model runner has no drafter");
+  }
+  virtual Status EndSpeculation(RunnerSequence* /*seq*/, int64_t /*kept_length*/) {
+    return Unimplemented("this model runner cannot roll back");
+  }
 };
 
 }  // namespace deepinfer::engine

@@ -27,6 +27,9 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
   cmd->add_option("--mode", f->mode, "index-key mode: official or owner")
       ->check(CLI::IsMember({"official", "owner"}));
   cmd->add_option("--page-tokens", f->page_tokens, "positions per KV page (0 = default)");
+  cmd->add_option("--decoder-replay", f->decoder_replay,
+                  "layers after the last KV source run only on the last rows of a prefill "
+                  "(approximate): off, on (window + 12) or a row count; needs --prefix-cache off");
   cmd->add_option("--spec", f->spec, "speculative decoding with the DSpark heads: dspark or off")
       ->check(CLI::IsMember({"dspark", "off"}));
   cmd->add_option("--spec-policy", f->spec_policy,
@@ -39,6 +42,25 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
   cmd->add_option("--spec-threshold", f->spec_threshold,
                   "--spec-policy threshold: verify drafts while sigmoid(confidence) >= this")
       ->check(CLI::Range(0.0, 1.0));
+}
+
+StatusOr<int64_t> DecoderReplayRows(const std::string& flag, int64_t window) {
+  // DeepInfer's default keeps the window plus the longest backtrack (12).
+  constexpr int64_t kBacktrack = 12;
+  if (flag == "off") return 0;
+  if (flag == "on") return window + kBacktrack;
+  int64_t rows = 0;
+  size_t used = 0;
+  try {
+    rows = std::stoll(flag, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != flag.size() || rows < window) {
+    return InvalidArgument("--decoder-replay takes off, on or a row count >= the window (" +
+                           std::to_string(window) + "), not '" + flag + "'");
+  }
+  return rows;
 }
 
 StatusOr<int64_t> ParseBytes(const std::string& text) {
@@ -83,6 +105,13 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   ro.index_key_mode =
       flags.mode == "owner" ? model::IndexKeyMode::kOwner : model::IndexKeyMode::kOfficial;
   ro.page_tokens = flags.page_tokens;
+  DI_ASSIGN_OR_RETURN(ro.decoder_replay_keep,
+                      DecoderReplayRows(flags.decoder_replay, e.model->config().window_size));
+  if (ro.decoder_replay_keep > 0 && flags.prefix_cache == "on") {
+    return InvalidArgument(
+        "--decoder-replay is an approximation whose pages cannot be reused: add --prefix-cache "
+        "off");
+  }
   DI_ASSIGN_OR_RETURN(e.runner, engine::DeepSeekRunner::Create(e.model.get(), ro));
   engine::EngineOptions eo;
   DI_ASSIGN_OR_RETURN(eo.kv_budget_bytes, ParseBytes(flags.kv_budget));
@@ -91,8 +120,8 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   eo.scheduler.max_batch_tokens = flags.max_batch_tokens;
   eo.prefix_cache = flags.prefix_cache == "on";
   eo.async_schedule = flags.async_schedule == "on";
-  eo.spec.mode = flags.spec == "dspark" ? engine::spec::SpecMode::kDSpark
-                                        : engine::spec::SpecMode::kOff;
+  eo.spec.mode =
+      flags.spec == "dspark" ? engine::spec::SpecMode::kDSpark : engine::spec::SpecMode::kOff;
   eo.spec.policy = flags.spec_policy == "fixed"       ? engine::spec::SpecPolicy::kFixed
                    : flags.spec_policy == "threshold" ? engine::spec::SpecPolicy::kThreshold
                                                       : engine::spec::SpecPolicy::kCostModel;

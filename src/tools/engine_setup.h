@@ -27,6 +27,9 @@ struct EngineFlags {
   std::string async_schedule = "on";
   std::string mode = "official";  // index-key mode
   int64_t page_tokens = 0;        // 0 = default
+  // Decoder-side bounded replay: off, on (window + 12 rows, DeepInfer's 140 at the released
+  // window of 128) or a row count; an approximation, so not with the prefix cache.
+  std::string decoder_replay = "off";
   // Speculative decoding (engine/spec/): --spec dspark|off, --spec-policy cost|fixed|threshold,
   // --spec-length (fixed; 0 = the whole draft block), --spec-threshold.
   std::string spec = "off";
@@ -37,6 +40,8 @@ struct EngineFlags {
 
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
 StatusOr<int64_t> ParseBytes(const std::string& text);
+// --decoder-replay: rows kept (0 = off) for a model whose window is `window`.
+StatusOr<int64_t> DecoderReplayRows(const std::string& flag, int64_t window);
 
 // A loaded model folder: the tokenizer (when the folder or --tokenizer has one), the model, its
 // runner and the engine.

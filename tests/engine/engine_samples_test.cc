@@ -194,7 +194,7 @@ TEST(EngineSamplesTest, PromptLogprobsEqualADirectForwardUnderChunkingAndPreempt
   in.seq = seq.get();
   in.tokens = prompt;
   in.pages = pages;
-  in.logit_rows = static_cast<int64_t>(prompt.size());
+  in.logits_rows = static_cast<int64_t>(prompt.size());
   std::vector<float> logits;
   ASSERT_TRUE(direct.Forward(std::span(&in, 1), &logits).ok());
   std::vector<SampleResult> want(prompt.size() - 1);

@@ -79,10 +79,10 @@ class FakeRunner : public ModelRunner {
     ++forward_calls_;
     size_t n_rows = 0;
     for (const RunnerInput& in : inputs) {
-      if (in.logit_rows < 0 || in.logit_rows > static_cast<int64_t>(in.tokens.size())) {
-        return Internal("fake runner: bad logit_rows");
+      if (in.logits_rows < 1 || in.logits_rows > static_cast<int64_t>(in.tokens.size())) {
+        return Internal("fake runner: bad logits_rows");
       }
-      n_rows += static_cast<size_t>(in.logit_rows);
+      n_rows += static_cast<size_t>(in.logits_rows);
     }
     logits->assign(n_rows * static_cast<size_t>(vocab_), 0.0f);
     size_t out_row = 0;
@@ -99,7 +99,7 @@ class FakeRunner : public ModelRunner {
         Slot(inputs[i].pages, p) = s->digests.back();
       }
       // The logits of position p come from the digests of [0, p] as read back from the pages.
-      const int64_t first = end - inputs[i].logit_rows;
+      const int64_t first = end - inputs[i].logits_rows;
       uint64_t h = 0x1234;
       for (int64_t p = 0; p < end; ++p) {
         h = Mix64(h ^ Slot(inputs[i].pages, p));

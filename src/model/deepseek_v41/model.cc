@@ -16,6 +16,7 @@
 #include "kernels/cpu/rope.h"
 #include "model/deepseek_v41/attention.h"
 #include "model/deepseek_v41/block.h"
+#include "model/deepseek_v41/decoder_replay.h"
 #include "model/deepseek_v41/engram.h"
 #include "model/deepseek_v41/mhc.h"
 #include "model/deepseek_v41/weight_manifest.h"
@@ -117,6 +118,10 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   }
   const int64_t rows = ctx.n_rows;
   ctx.topk.assign(layers_.size(), {});
+  // Decoder-side bounded replay: the first row each input keeps after the last KV source.
+  const std::vector<Segment> segments = ctx.segments;  // as called (before any narrowing)
+  DI_ASSIGN_OR_RETURN(const ReplayPlan replay,
+                      PlanDecoderReplay(layers_, c.n_layers, inputs, options));
 
   // Phases of the whole call and of its parts outside the blocks (DEEPINFER_PROFILE=1), so that
   // time outside every named phase shows up as forward minus the rest.
@@ -148,22 +153,32 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   const int64_t n_taps = static_cast<int64_t>(c.dspark_target_layer_ids.size());
   if (options.want_taps) out->taps.assign(rows * n_taps * dim, 0);
   std::vector<int64_t> layer_hash(rows * n_cols);
+  // The rows the blocks run on: all of them, or after decoder-side replay narrows the batch,
+  // the kept ones (row_map: their rows in the call's batch).
+  int64_t cur_rows = rows;
+  std::vector<int64_t> row_map(rows);
+  for (int64_t r = 0; r < rows; ++r) row_map[r] = r;
   phase_prologue.reset();
   for (int li = 0; li < c.n_layers; ++li) {
     const LayerDescriptor& d = layers_[li];
+    if (replay.active && li == replay.first_layer) {
+      NarrowForDecoderReplay(replay, segments, li, &ctx, &row_map, &x, &pre);
+      cur_rows = ctx.n_rows;
+      if (cur_rows == 0) break;  // every row skips the remaining layers
+    }
     if (d.has_engram()) {
-      for (int64_t r = 0; r < rows; ++r) {
-        std::copy_n(hashes.data() + (r * n_eng + d.engram_index) * n_cols, n_cols,
+      for (int64_t r = 0; r < cur_rows; ++r) {
+        std::copy_n(hashes.data() + (row_map[r] * n_eng + d.engram_index) * n_cols, n_cols,
                     layer_hash.data() + r * n_cols);
       }
-      ApplyEngramLayer(li, layer_hash.data(), rows, x.data());
+      ApplyEngramLayer(li, layer_hash.data(), cur_rows, x.data());
     }
     if (options.hooks && options.hooks->before_block) {
-      options.hooks->before_block(li, x.data(), pre.data(), rows);
+      options.hooks->before_block(li, x.data(), pre.data(), cur_rows);
     }
     if (options.want_taps && d.is_dspark_tap()) {
-      for (int64_t r = 0; r < rows; ++r) {
-        uint16_t* t = out->taps.data() + (r * n_taps + d.dspark_tap_slot) * dim;
+      for (int64_t r = 0; r < cur_rows; ++r) {
+        uint16_t* t = out->taps.data() + (row_map[r] * n_taps + d.dspark_tap_slot) * dim;
         for (int64_t i = 0; i < dim; ++i) {
           float sum = 0.0f;
           for (int64_t k = 0; k < hc; ++k) sum += Bf16ToFloat(x[(r * hc + k) * dim + i]);
@@ -174,22 +189,30 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
     AttentionFn attn = [&](const uint16_t* in, uint16_t* o) { RunAttention(&ctx, li, in, o); };
     RunBlock(ctx, li, attn, x.data(), pre.data());
     if (options.hooks && options.hooks->after_block) {
-      options.hooks->after_block(li, x.data(), pre.data(), rows);
+      options.hooks->after_block(li, x.data(), pre.data(), cur_rows);
     }
   }
 
   ScopedPhase phase_head("head");
-  // Final collapse, norm, fp32 head.
+  // Final collapse, norm, fp32 head. Rows decoder-side replay skipped keep a zero hidden.
   out->final_hidden.assign(rows * dim, 0);
-  HcCollapse(c, x.data(), pre.data(), rows, out->final_hidden.data(), pool_);
+  if (cur_rows == rows) {
+    HcCollapse(c, x.data(), pre.data(), rows, out->final_hidden.data(), pool_);
+  } else if (cur_rows > 0) {
+    std::vector<uint16_t> kept(cur_rows * dim);
+    HcCollapse(c, x.data(), pre.data(), cur_rows, kept.data(), pool_);
+    for (int64_t r = 0; r < cur_rows; ++r) {
+      std::copy_n(kept.data() + r * dim, dim, out->final_hidden.data() + row_map[r] * dim);
+    }
+  }
   out->logit_rows.clear();
-  for (size_t s = 0; s < ctx.segments.size(); ++s) {
-    const Segment& seg = ctx.segments[s];
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const Segment& seg = segments[s];
     if (options.all_logits) {
       for (int64_t r = 0; r < seg.n_rows; ++r) out->logit_rows.push_back(seg.row0 + r);
-    } else {
-      const int64_t k = std::min(std::max<int64_t>(inputs[s].logit_rows, 0), seg.n_rows);
-      for (int64_t r = seg.n_rows - k; r < seg.n_rows; ++r) out->logit_rows.push_back(seg.row0 + r);
+    } else if (inputs[s].want_logits) {
+      const int64_t n = std::clamp<int64_t>(inputs[s].logits_rows, 1, seg.n_rows);
+      for (int64_t r = seg.n_rows - n; r < seg.n_rows; ++r) out->logit_rows.push_back(seg.row0 + r);
     }
   }
   const int64_t n_logit = static_cast<int64_t>(out->logit_rows.size());
@@ -209,7 +232,7 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
     SequenceState& st = *inputs[s].state;
     st.length += static_cast<int64_t>(inputs[s].tokens.size());
     st.tokens.insert(st.tokens.end(), inputs[s].tokens.begin(), inputs[s].tokens.end());
-    SealCompletePages(&st, ctx.segments[s].pos0);
+    SealCompletePages(&st, segments[s].pos0);
   }
   return Status::Ok();
 }

@@ -37,10 +37,14 @@ namespace deepinfer::model {
 struct ForwardInput {
   SequenceState* state = nullptr;
   std::span<const int32_t> tokens;
-  // Logits of the last `logit_rows` rows of this input (at most its row count): 1 for the next
-  // token, 0 for a prefill chunk that is not the last, k+1 to verify k drafts, every row for
-  // prompt logprobs.
-  int64_t logit_rows = 1;
+  // Logits of the input's last `logits_rows` rows (1: the next token; k+1 to verify k drafts;
+  // every prompt row for prompt logprobs); none when !want_logits (a prefill chunk before the
+  // last).
+  bool want_logits = true;
+  int64_t logits_rows = 1;
+  // Decoder-side bounded replay (decoder_replay.h): this input belongs to a prefill that ends at
+  // position prefill_end (exclusive); 0 = not a prefill.
+  int64_t prefill_end = 0;
 };
 
 struct ForwardHooks {
@@ -54,8 +58,12 @@ struct ForwardHooks {
 
 struct ForwardOptions {
   IndexKeyMode index_key_mode = IndexKeyMode::kOfficial;
-  bool all_logits = false;  // logits of every row; else each input's last logit_rows rows
+  bool all_logits = false;  // logits of every row; else each input's last logits_rows rows
   bool want_taps = false;   // DSpark main hidden of every row
+  // Decoder-side bounded replay (decoder_replay.h, an approximation; 0 = off): the layers after
+  // the last KV source run only on the last `decoder_replay_keep` rows of each input's prefill.
+  // The logits asked for must lie in those rows, and all_logits cannot be combined with it.
+  int64_t decoder_replay_keep = 0;
   const ForwardHooks* hooks = nullptr;
 };
 

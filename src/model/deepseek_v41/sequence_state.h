@@ -28,6 +28,9 @@ struct GroupUndoLog;  // rollback.h
 
 struct LayerCache {
   std::vector<uint16_t> ring;  // [window][head_dim]
+  // First position whose window latent this layer computed: 0, or after a prefill under
+  // decoder-side bounded replay the first row it kept (earlier slots are never attended).
+  int64_t ring_from = 0;
   // KV sources only: entries written so far (in pages).
   int64_t n_entries = 0;
   std::vector<float> group_kv;     // [ratio][head_dim] (ratio > 1)

@@ -44,7 +44,7 @@ struct Request {
   // Which sample this is (keys the random stream). With params.n > 1 the engine runs samples
   // sample_index .. sample_index + n - 1, all delivered through on_output with their index.
   int64_t sample_index = 0;
-  int priority = 0;          // lower runs first; ties by arrival (FCFS)
+  int priority = 0;  // lower runs first; ties by arrival (FCFS)
   // Output channel: called on the engine's thread after every step that produced tokens for
   // this request, and once with `finished` set. Must not call back into the engine.
   std::function<void(const RequestOutput&)> on_output;

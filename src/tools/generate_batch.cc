@@ -123,7 +123,6 @@ ordered_json SampleJson(const engine::SampleResult& s) {
   return o;
 }
 
-
 ordered_json SampleLine(const SampleState& s, bool logprobs) {
   ordered_json o;
   o["ids"] = s.ids;

@@ -197,7 +197,7 @@ const forcedSchemas = {get_weather: weather, get_time: forcedTools[1].function.p
 
 test('tool_choice named and required force tool calls whose arguments validate', async () => {
   const base = {model: MODEL_NAME, messages: [{role: 'user', content: 'Weather in Paris?'}],
-                tools: forcedTools, max_tokens: 300};
+                tools: forcedTools, max_tokens: 300, temperature: 0};
   const named = await client.chat.completions.create(
       {...base, tool_choice: {type: 'function', function: {name: 'get_weather'}}});
   const choice = named.choices[0];

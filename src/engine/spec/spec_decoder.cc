@@ -202,9 +202,10 @@ Status SpecDecoder::Draft(Sequence* seq) {
   sp.drafted_at = -1;
   sp.explore = false;
   if (options_.policy == SpecPolicy::kCostModel && gain_ < options_.min_gain) {
-    if (options_.explore_period <= 0 || steps_ % options_.explore_period != 0) {
-      return Status::Ok();
-    }
+    // Gate closed: one sequence explores per explore_period decode opportunities (counted over
+    // all sequences, so the cost per generated token does not grow with the batch).
+    if (options_.explore_period <= 0 || --explore_countdown_ > 0) return Status::Ok();
+    explore_countdown_ = options_.explore_period;
     sp.explore = true;
   }
   int64_t n = runner_->max_drafts();

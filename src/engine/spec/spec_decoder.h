@@ -71,9 +71,11 @@ class SpecDecoder {
   AcceptanceCalibration calibration_;
   SpecCounters counters_;
   int64_t steps_ = 0;
-  // Decaying mean of accepted drafts per verify call (weight 0.3 on the newest; starts at 0.5, so
-  // a drafter that never hits is switched off after about four verify calls).
-  double gain_ = 0.5;
+  // Decaying mean of accepted drafts per verify call (weight 0.3 on the newest). It starts at 0:
+  // drafting begins closed and the first exploration (the first decode opportunity) opens it
+  // when a draft is accepted; a drafter that stops hitting closes it within a few verify calls.
+  double gain_ = 0.0;
+  int64_t explore_countdown_ = 0;  // decode opportunities until the next exploration
 };
 
 }  // namespace deepinfer::engine::spec

@@ -135,8 +135,9 @@ ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes_per_read, ThreadPool* pool,
 }
 
 double ReadBandwidthProbe::ReadSlice() {
-  auto* base = reinterpret_cast<const uint8_t*>((reinterpret_cast<uintptr_t>(buffer_.data()) + 63) &
-                                                ~uintptr_t{63});
+  // The first 64-byte aligned byte of the buffer (it holds 64 spare bytes).
+  const uint8_t* base =
+      buffer_.data() + ((64 - reinterpret_cast<uintptr_t>(buffer_.data()) % 64) % 64);
   const uint8_t* slice = base + (next_++ % n_slices_) * slice_bytes_;
   const CpuLevel level = ActiveCpuLevel();
   const int n_threads = pool_->size();

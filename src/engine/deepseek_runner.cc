@@ -109,7 +109,7 @@ Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<
   opt.want_taps = drafts_;
   opt.decoder_replay_keep = options_.decoder_replay_keep;
   model::ForwardOutput out;
-  const Status fs = model_->Forward(fin, opt, &out);
+  Status fs = model_->Forward(fin, opt, &out);
   if (!fs.ok()) {
     for (const RunnerInput& in : inputs) {
       static_cast<DeepSeekSequence*>(in.seq)->state().group_undo = nullptr;

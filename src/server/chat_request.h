@@ -27,7 +27,7 @@ struct ChatRequest {                // NOLINT(bugprone-exception-escape)
   nlohmann::ordered_json tools;     // OpenAI tools [{"type":"function","function":{…}}] or null
   bool thinking = false;            // V4.1 thinking mode: the reply starts with reasoning
   nlohmann::ordered_json reasoning_effort;  // null, "low" / "high" / "max" or 1..100
-  engine::SamplingParams params;            // params.n is 1: the n samples are n engine requests
+  engine::SamplingParams params;            // params.n is 1: the n samples are field n
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -41,7 +41,7 @@ class Exchange {
   // before StopWatching (or the end of the exchange), so that its work can be cancelled while
   // nothing is being written. At most one watch at a time; a pipelined next request on the
   // connection ends the watch without calling on_close.
-  virtual void WatchClose(std::function<void()> on_close) {}
+  virtual void WatchClose(const std::function<void()>& /*on_close*/) {}
   virtual void StopWatching() {}
 
   // The status sent (for metrics); 0 before a response started.

@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
-#include <random>
+#include <functional>
+#include <span>
 #include <utility>
 
 #include "tokenizer/streaming_detokenizer.h"
@@ -65,66 +66,75 @@ struct TextState {
   std::string text;  // decoded since the last delivery
 };
 
+std::function<bool(std::span<const int32_t>)> StopCheck(const std::shared_ptr<TextState>& state) {
+  return [state](std::span<const int32_t> output) {
+    auto piece = state->detok.Push(output.back());
+    if (piece.ok()) state->text += *piece;
+    return state->detok.stopped();
+  };
+}
+
 }  // namespace
 
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        GenerationSpec spec, const std::shared_ptr<GenerationChannel>& channel) {
-  if (spec.n > 1 && !spec.params.seed) {
-    // One seed for all samples: they differ by sample_index (the engine's random stream key).
-    spec.params.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
-  }
+                        const GenerationSpec& spec,
+                        const std::shared_ptr<GenerationChannel>& channel) {
+  // One engine request with n samples: the engine forks samples 1..n-1 from sample 0's prompt
+  // state (shared prompt pages); each sample has its own detokenizer and stop-string state.
+  std::vector<std::shared_ptr<TextState>> states;
   for (int i = 0; i < spec.n; ++i) {
     DI_ASSIGN_OR_RETURN(auto detok, tokenizer::StreamingDetokenizer::Create(
                                         tok, spec.params.stop, spec.skip_special_tokens));
-    auto state = std::make_shared<TextState>(std::move(detok));
-    engine::Request r;
-    r.prompt = spec.prompt;
-    r.params = spec.params;
-    r.sample_index = i;
-    r.grammar = spec.grammar;
-    r.grammar_start_token = spec.grammar_start_token;
-    r.stop_check = [state](std::span<const int32_t> output) {
-      auto piece = state->detok.Push(output.back());
-      if (piece.ok()) state->text += *piece;
-      return state->detok.stopped();
-    };
-    r.on_output = [state, channel, i, eos_id](const engine::RequestOutput& o) {
-      GenEvent e;
-      e.index = i;
-      e.tokens = o.new_tokens;
-      e.samples = o.samples;
-      e.finished = o.finished;
-      e.error = o.error;
-      e.n_output = o.n_output;
-      e.prefix_hit_tokens = o.prefix_hit_tokens;
-      e.seed = o.seed;
-      if (o.finished) {
-        if (state->detok.stopped()) {
-          e.matched_stop = state->detok.matched_stop();
-        } else {
-          state->text += state->detok.Finish();
-          e.ended_by_eos = *o.finished == engine::FinishReason::kStop && !o.new_tokens.empty() &&
-                           o.new_tokens.back() == eos_id;
-        }
+    states.push_back(std::make_shared<TextState>(std::move(detok)));
+  }
+  engine::Request r;
+  r.prompt = spec.prompt;
+  r.params = spec.params;
+  r.params.n = spec.n;
+  r.grammar = spec.grammar;
+  r.grammar_start_token = spec.grammar_start_token;
+  r.stop_check = StopCheck(states[0]);
+  r.prepare_sample = [states](engine::Request* sample) {
+    sample->stop_check = StopCheck(states[static_cast<size_t>(sample->sample_index)]);
+  };
+  r.on_output = [states, channel, eos_id](const engine::RequestOutput& o) {
+    const auto i = static_cast<int>(o.sample_index);
+    TextState& state = *states[static_cast<size_t>(i)];
+    GenEvent e;
+    e.index = i;
+    e.tokens = o.new_tokens;
+    e.samples = o.samples;
+    e.finished = o.finished;
+    e.error = o.error;
+    e.n_output = o.n_output;
+    e.prefix_hit_tokens = o.prefix_hit_tokens;
+    e.seed = o.seed;
+    if (o.finished) {
+      if (state.detok.stopped()) {
+        e.matched_stop = state.detok.matched_stop();
+      } else {
+        state.text += state.detok.Finish();
+        e.ended_by_eos = *o.finished == engine::FinishReason::kStop && !o.new_tokens.empty() &&
+                         o.new_tokens.back() == eos_id;
       }
-      e.text = std::move(state->text);
-      state->text.clear();
-      channel->Push(std::move(e));
-    };
-    channel->cancel_flags.push_back(r.cancelled);
-    Status s = loop->Submit(std::move(r), [channel, i](const Status& error) {
+    }
+    e.text = std::move(state.text);
+    state.text.clear();
+    channel->Push(std::move(e));
+  };
+  channel->cancel_flags.push_back(r.cancelled);  // shared by every sample
+  const int n = spec.n;
+  Status s = loop->Submit(std::move(r), [channel, n](const Status& error) {
+    for (int i = 0; i < n; ++i) {
       GenEvent e;
       e.index = i;
       e.rejected = true;
       e.error = error;
       channel->Push(std::move(e));
-    });
-    if (!s.ok()) {
-      channel->Cancel();
-      return s;
     }
-  }
-  return Status::Ok();
+  });
+  if (!s.ok()) channel->Cancel();
+  return s;
 }
 
 }  // namespace deepinfer::server

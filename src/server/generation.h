@@ -1,5 +1,6 @@
-// One API request's generation: n engine requests (sample_index 0..n-1, one seed) whose outputs
-// come back to the connection through a GenerationChannel.
+// One API request's generation: one engine request with n samples (sample_index 0..n-1, one
+// seed; the engine forks them from the first sample's prompt state) whose outputs come back to
+// the connection through a GenerationChannel.
 //
 // Threads: the engine thread runs each request's stop check and output callback; they
 // detokenize (tokenizer::StreamingDetokenizer, which also finds stop strings) and Push a
@@ -62,15 +63,16 @@ class GenerationChannel : public std::enable_shared_from_this<GenerationChannel>
 
 struct GenerationSpec {
   std::vector<int32_t> prompt;
-  engine::SamplingParams params;  // params.n == 1
+  engine::SamplingParams params;  // params.n is set from n
   int n = 1;
   bool skip_special_tokens = true;
   std::shared_ptr<const structured::CompiledGrammar> grammar;  // structured output, or null
   std::optional<int32_t> grammar_start_token;                  // thinking mode: </think>
 };
 
-// Submits the n requests. On an error (queue full, shutting down) none of them stays queued.
+// Submits the request. On an error (queue full, shutting down) nothing stays queued.
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        GenerationSpec spec, const std::shared_ptr<GenerationChannel>& channel);
+                        const GenerationSpec& spec,
+                        const std::shared_ptr<GenerationChannel>& channel);
 
 }  // namespace deepinfer::server

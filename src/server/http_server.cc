@@ -37,10 +37,10 @@ class ConnectionExchange : public Exchange {
   // non-streaming answer, so readable means closed (a peek reads 0 bytes or fails) or a
   // pipelined request (bytes: the watch just ends). The completion only touches the socket
   // while the watch is active, i.e. while this exchange (and so the stream) is alive.
-  void WatchClose(std::function<void()> on_close) override {
+  void WatchClose(const std::function<void()>& on_close) override {
     StopWatching();
     auto watch = std::make_shared<Watch>();
-    watch->on_close = std::move(on_close);
+    watch->on_close = on_close;
     watch_ = watch;
     tcp::socket& socket = stream_.socket();
     socket.async_wait(tcp::socket::wait_read, [watch, &socket](const beast::error_code& ec) {

@@ -88,8 +88,8 @@ Status StartGeneration(ServerContext& ctx, GenerationSpec spec,
   return SubmitGeneration(ctx.loop, *ctx.tokenizer, ctx.eos_id, std::move(spec), channel);
 }
 
-OpenAiResponse::OpenAiResponse(const ServerContext& ctx, std::string id_prefix, std::string object,
-                               std::string chunk_object, bool include_usage)
+OpenAiResponse::OpenAiResponse(const ServerContext& ctx, const std::string& id_prefix,
+                               std::string object, std::string chunk_object, bool include_usage)
     : id_(RandomId(id_prefix)),
       object_(std::move(object)),
       chunk_object_(std::move(chunk_object)),

@@ -55,7 +55,7 @@ inline Exchange::Headers RetryAfter() { return {{"Retry-After", "1"}}; }
 // end has it and empty choices), then "data: [DONE]".
 class OpenAiResponse {
  public:
-  OpenAiResponse(const ServerContext& ctx, std::string id_prefix, std::string object,
+  OpenAiResponse(const ServerContext& ctx, const std::string& id_prefix, std::string object,
                  std::string chunk_object, bool include_usage);
   // One streaming chunk with these choices.
   nlohmann::json Chunk(nlohmann::json choices) const;

@@ -45,7 +45,9 @@ StatusOr<std::vector<int64_t>> ParseList(const std::string& flag, const std::str
       if (used != item.size() || v < 1) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      return InvalidArgument(flag + ": not a positive integer: '" + item + "'");
+      std::string msg = flag;
+      msg.append(": not a positive integer: '").append(item).append("'");
+      return InvalidArgument(msg);
     }
   }
   if (out.empty()) return InvalidArgument(flag + " is empty");

@@ -50,7 +50,9 @@ StatusOr<std::vector<double>> ParseNumbers(const std::string& flag, const std::s
       if (used != item.size() || !(v > 0)) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      return InvalidArgument(flag + ": not a positive number: '" + item + "'");
+      std::string msg = flag;
+      msg.append(": not a positive number: '").append(item).append("'");
+      return InvalidArgument(msg);
     }
   }
   if (out.empty()) return InvalidArgument(flag + " is empty");
@@ -168,6 +170,7 @@ Status RunBenchServe(BenchServeArgs& a) {
   }
 
   std::vector<RunSummary> summaries;
+  summaries.reserve(runs.size());
   for (const auto& r : runs) summaries.push_back(r.summary);
   const std::optional<size_t> best = BestUnderSlo(summaries, slo);
   nlohmann::ordered_json best_json;

@@ -14,12 +14,11 @@
 
 #include "engine/deepseek_runner.h"
 #include "engine/engine.h"
+#include "fixture_model.h"
 #include "model/deepseek_v41/model.h"
 
 namespace deepinfer::engine {
 namespace {
-
-const std::string kFixture = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
 
 struct Out {
   std::vector<int32_t> ids;
@@ -50,18 +49,8 @@ Request Recorded(const std::vector<int32_t>& prompt, float temperature, int max_
   return r;
 }
 
-class EngineModelTest : public ::testing::Test {
+class EngineModelTest : public testing::FixtureModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto m = model::Model::Load(kFixture);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    model_ = std::move(*m).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
-  }
-
   static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
     std::mt19937_64 rng(seed);
     const int vocab = model_->config().vocab_size;
@@ -130,11 +119,7 @@ class EngineModelTest : public ::testing::Test {
     }
     return out;
   }
-
-  static model::Model* model_;
 };
-
-model::Model* EngineModelTest::model_ = nullptr;
 
 TEST_F(EngineModelTest, MixedBatchEqualsEachRequestAloneAndTheDirectLoop) {
   const auto prompts = Prompts(10, 3);

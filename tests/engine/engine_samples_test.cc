@@ -12,6 +12,7 @@
 #include "engine/deepseek_runner.h"
 #include "engine/engine.h"
 #include "fake_runner.h"
+#include "fixture_model.h"
 #include "model/deepseek_v41/model.h"
 
 namespace deepinfer::engine {
@@ -239,17 +240,8 @@ TEST(EngineSamplesTest, PromptLogprobsEqualADirectForwardUnderChunkingAndPreempt
 
 // The fixture model: n samples equal n separate requests bit for bit, and prompt logprobs
 // equal log_softmax of a direct Model::Forward's logits.
-class EngineSamplesModelTest : public ::testing::Test {
+class EngineSamplesModelTest : public testing::FixtureModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto m = model::Model::Load(std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a");
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    model_ = std::move(*m).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
-  }
   static std::unique_ptr<DeepSeekRunner> Runner() {
     DeepSeekRunnerOptions ro;
     ro.index_key_mode = model::IndexKeyMode::kOwner;
@@ -269,10 +261,7 @@ class EngineSamplesModelTest : public ::testing::Test {
     EXPECT_TRUE(e.ok());
     return std::move(*e);
   }
-  static model::Model* model_;
 };
-
-model::Model* EngineSamplesModelTest::model_ = nullptr;
 
 TEST_F(EngineSamplesModelTest, SamplesEqualSeparateRequestsAndPromptLogprobsEqualDirect) {
   std::mt19937_64 rng(5);

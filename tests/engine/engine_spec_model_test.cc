@@ -11,12 +11,11 @@
 
 #include "engine/deepseek_runner.h"
 #include "engine/engine.h"
+#include "fixture_model.h"
 #include "model/deepseek_v41/model.h"
 
 namespace deepinfer::engine {
 namespace {
-
-const std::string kFixture = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
 
 struct Out {
   std::vector<int32_t> ids;
@@ -24,18 +23,8 @@ struct Out {
   int64_t prefix_hit = 0;
 };
 
-class EngineSpecModelTest : public ::testing::Test {
+class EngineSpecModelTest : public testing::FixtureModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto m = model::Model::Load(kFixture);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    model_ = std::move(*m).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
-  }
-
   static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
     std::mt19937_64 rng(seed);
     const int vocab = model_->config().vocab_size;
@@ -113,11 +102,7 @@ class EngineSpecModelTest : public ::testing::Test {
       EXPECT_EQ(a[i].logprob_bits, b[i].logprob_bits) << what << " request " << i;
     }
   }
-
-  static model::Model* model_;
 };
-
-model::Model* EngineSpecModelTest::model_ = nullptr;
 
 spec::SpecOptions Spec(spec::SpecPolicy policy) {
   spec::SpecOptions so;

@@ -144,8 +144,14 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
                   {"stop_reason", nullptr},
                   {"stop_sequence", nullptr}};
   while (!finished) {
-    std::vector<GenEvent> events =
-        streaming ? co_await channel->NextFor(kPingInterval) : co_await channel->Next();
+    // Two statements, not `streaming ? co_await … : co_await …`: GCC 12 destroys the
+    // temporaries of a conditional with co_await in both arms twice (a double free).
+    std::vector<GenEvent> events;
+    if (streaming) {
+      events = co_await channel->NextFor(kPingInterval);
+    } else {
+      events = co_await channel->Next();
+    }
     if (events.empty() && !co_await ex.SendEvent(Ping())) {
       CancelForDisconnect(ctx, *channel);
       co_return;

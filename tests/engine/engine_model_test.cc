@@ -52,17 +52,7 @@ Request Recorded(const std::vector<int32_t>& prompt, float temperature, int max_
 class EngineModelTest : public testing::FixtureModelTest {
  protected:
   static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
-    std::mt19937_64 rng(seed);
-    const int vocab = model_->config().vocab_size;
-    std::vector<int32_t> prefix(shared);
-    for (int32_t& t : prefix) t = static_cast<int32_t>(3 + rng() % (vocab - 3));
-    std::vector<std::vector<int32_t>> p(n);
-    for (auto& v : p) {
-      v = prefix;
-      const int len = 1 + static_cast<int>(rng() % 70);
-      for (int k = 0; k < len; ++k) v.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
-    }
-    return p;
+    return RandomPrompts(n, seed, shared, /*max_len=*/70, /*id_margin=*/3);
   }
 
   // Runs the prompts (greedy, max_tokens each) through one engine, submitted at `submit_step`

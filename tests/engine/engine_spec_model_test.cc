@@ -26,17 +26,7 @@ struct Out {
 class EngineSpecModelTest : public testing::FixtureModelTest {
  protected:
   static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
-    std::mt19937_64 rng(seed);
-    const int vocab = model_->config().vocab_size;
-    std::vector<int32_t> prefix(shared);
-    for (int32_t& t : prefix) t = static_cast<int32_t>(3 + rng() % (vocab - 4));
-    std::vector<std::vector<int32_t>> p(n);
-    for (auto& v : p) {
-      v = prefix;
-      const int len = 1 + static_cast<int>(rng() % 40);
-      for (int k = 0; k < len; ++k) v.push_back(static_cast<int32_t>(3 + rng() % (vocab - 4)));
-    }
-    return p;
+    return RandomPrompts(n, seed, shared, /*max_len=*/40, /*id_margin=*/4);
   }
 
   static std::vector<Out> Run(const std::vector<std::vector<int32_t>>& prompts, int max_tokens,

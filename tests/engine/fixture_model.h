@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "model/deepseek_v41/model.h"
 
@@ -22,6 +25,22 @@ class FixtureModelTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete model_;
     model_ = nullptr;
+  }
+  // n random prompts of 1..max_len tokens with ids in [3, 3 + vocab - id_margin), each after
+  // the same `shared` random tokens.
+  static std::vector<std::vector<int32_t>> RandomPrompts(int n, uint64_t seed, int shared,
+                                                         int max_len, int id_margin) {
+    std::mt19937_64 rng(seed);
+    const uint64_t span = static_cast<uint64_t>(model_->config().vocab_size - id_margin);
+    std::vector<int32_t> prefix(shared);
+    for (int32_t& t : prefix) t = static_cast<int32_t>(3 + rng() % span);
+    std::vector<std::vector<int32_t>> p(n);
+    for (auto& v : p) {
+      v = prefix;
+      const int len = 1 + static_cast<int>(rng() % static_cast<uint64_t>(max_len));
+      for (int k = 0; k < len; ++k) v.push_back(static_cast<int32_t>(3 + rng() % span));
+    }
+    return p;
   }
   static inline model::Model* model_ = nullptr;
 };

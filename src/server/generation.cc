@@ -77,8 +77,7 @@ std::function<bool(std::span<const int32_t>)> StopCheck(const std::shared_ptr<Te
 }  // namespace
 
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        const GenerationSpec& spec,
-                        const std::shared_ptr<GenerationChannel>& channel) {
+                        GenerationSpec spec, const std::shared_ptr<GenerationChannel>& channel) {
   // One engine request with n samples: the engine forks samples 1..n-1 from sample 0's prompt
   // state (shared prompt pages); each sample has its own detokenizer and stop-string state.
   std::vector<std::shared_ptr<TextState>> states;
@@ -88,10 +87,10 @@ Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32
     states.push_back(std::make_shared<TextState>(std::move(detok)));
   }
   engine::Request r;
-  r.prompt = spec.prompt;
-  r.params = spec.params;
+  r.prompt = std::move(spec.prompt);
+  r.params = std::move(spec.params);
   r.params.n = spec.n;
-  r.grammar = spec.grammar;
+  r.grammar = std::move(spec.grammar);
   r.grammar_start_token = spec.grammar_start_token;
   r.stop_check = StopCheck(states[0]);
   r.prepare_sample = [states](engine::Request* sample) {

@@ -72,7 +72,6 @@ struct GenerationSpec {
 
 // Submits the request. On an error (queue full, shutting down) nothing stays queued.
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        const GenerationSpec& spec,
-                        const std::shared_ptr<GenerationChannel>& channel);
+                        GenerationSpec spec, const std::shared_ptr<GenerationChannel>& channel);
 
 }  // namespace deepinfer::server

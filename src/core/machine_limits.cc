@@ -26,7 +26,12 @@ __attribute__((target("avx512f"), noinline)) uint64_t ReadRangeAvx512(const uint
     acc3 = _mm512_xor_si512(acc3, _mm512_load_si512(p + i + 192));
   }
   acc0 = _mm512_xor_si512(_mm512_xor_si512(acc0, acc1), _mm512_xor_si512(acc2, acc3));
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(acc0));
+  // XOR of the lanes (a signed lane sum of arbitrary bits overflows: undefined behaviour).
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, acc0);
+  uint64_t r = 0;
+  for (uint64_t v : lanes) r ^= v;
+  return r;
 }
 
 __attribute__((target("avx2"), noinline)) uint64_t ReadRangeAvx2(const uint8_t* p, size_t n) {

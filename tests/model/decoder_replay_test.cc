@@ -13,15 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
 #include "model/deepseek_v41/model.h"
 
 namespace deepinfer::model {
 namespace {
 
+using test::SameBits;
+
 class DecoderReplayTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto m = Model::Load(std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a");
+    auto m = Model::Load(test::TinyFixtureDir());
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(*m).release();
   }
@@ -65,10 +68,6 @@ class DecoderReplayTest : public ::testing::Test {
       all.insert(all.end(), out.logits.begin(), out.logits.end());
     }
     return all;
-  }
-
-  static bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
   }
 
   static Model* model_;

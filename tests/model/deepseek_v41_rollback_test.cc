@@ -7,16 +7,20 @@
 
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
 #include "model/deepseek_v41/model.h"
 #include "model/deepseek_v41/rollback.h"
 
 namespace deepinfer::model {
 namespace {
 
-const std::string kFixture = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+using test::SameBits;
+
+const std::string kFixture = test::TinyFixtureDir();
 
 class RollbackTest : public ::testing::Test {
  protected:
@@ -57,11 +61,8 @@ class RollbackTest : public ::testing::Test {
       const LayerCache &ca = a.layers[li], &cb = b.layers[li];
       EXPECT_EQ(ca.ring, cb.ring) << "layer " << li;
       EXPECT_EQ(ca.n_entries, cb.n_entries) << "layer " << li;
-      EXPECT_EQ(0, std::memcmp(ca.group_kv.data(), cb.group_kv.data(), ca.group_kv.size() * 4))
-          << "layer " << li;
-      EXPECT_EQ(
-          0, std::memcmp(ca.group_score.data(), cb.group_score.data(), ca.group_score.size() * 4))
-          << "layer " << li;
+      EXPECT_TRUE(SameBits(ca.group_kv, cb.group_kv)) << "layer " << li;
+      EXPECT_TRUE(SameBits(ca.group_score, cb.group_score)) << "layer " << li;
       const KvPageLayout::Layer& pl = l.layers[li];
       for (int64_t j = 0; pl.kv_offset >= 0 && j < ca.n_entries; ++j) {
         EXPECT_EQ(0, std::memcmp(a.CompressedEntry(static_cast<int>(li), j),
@@ -132,12 +133,12 @@ TEST_F(RollbackTest, RejectedRowsLeaveNoTrace) {
         // The kept rows' logits are those of the run without junk (later rows cannot affect
         // earlier ones: causal attention, per-row kernels).
         ASSERT_EQ(spec.size(), static_cast<size_t>(rows * vocab));
-        EXPECT_EQ(0, std::memcmp(spec.data(), ref_kept.data(), ref_kept.size() * 4));
+        EXPECT_TRUE(SameBits(std::span(spec).first(ref_kept.size()), ref_kept));
         const std::vector<float> after = Run(&s, rest);
         const std::string where = "prompt " + std::to_string(prompt_len) + " rows " +
                                   std::to_string(rows) + " keep " + std::to_string(keep);
         ASSERT_EQ(after.size(), ref_rest.size()) << where;
-        EXPECT_EQ(0, std::memcmp(after.data(), ref_rest.data(), after.size() * 4)) << where;
+        EXPECT_TRUE(SameBits(after, ref_rest)) << where;
         ExpectSameState(ref, s, where);
         ++cases;
       }

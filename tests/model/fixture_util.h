@@ -1,6 +1,8 @@
 // Shared helpers of the model tests: the tiny fixture's folder and quiet checkpoint opening.
 #pragma once
 
+#include <cstring>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -20,6 +22,13 @@ inline io::Checkpoint OpenCheckpointQuiet(const std::string& path) {
   StatusOr<io::Checkpoint> c = io::Checkpoint::Open(path, o);
   CHECK(c.ok()) << c.status().ToString();
   return std::move(c).value();
+}
+
+// Bitwise equality of two float ranges. memcmp needs non-null pointers even for zero bytes, and
+// an empty vector may hold none, so empty ranges are compared by size alone.
+inline bool SameBits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 }  // namespace deepinfer::model::test

@@ -85,6 +85,37 @@ engine::Request MakeRequest(std::vector<int32_t> prompt, int64_t max_tokens, Req
   return r;
 }
 
+engine::spec::SpecCounters SpecDelta(const engine::spec::SpecCounters& before,
+                                     const engine::spec::SpecCounters& after) {
+  engine::spec::SpecCounters d;
+  d.draft_calls = after.draft_calls - before.draft_calls;
+  d.drafted = after.drafted - before.drafted;
+  d.verify_calls = after.verify_calls - before.verify_calls;
+  d.verified = after.verified - before.verified;
+  d.accepted = after.accepted - before.accepted;
+  d.accept_histogram = after.accept_histogram;
+  for (size_t k = 0; k < before.accept_histogram.size() && k < d.accept_histogram.size(); ++k) {
+    d.accept_histogram[k] -= before.accept_histogram[k];
+  }
+  return d;
+}
+
+nlohmann::ordered_json SpecJson(const engine::spec::SpecCounters& s, int64_t steps) {
+  nlohmann::ordered_json j;
+  j["draft_calls"] = s.draft_calls;
+  j["drafted"] = s.drafted;
+  j["verify_calls"] = s.verify_calls;
+  j["verified"] = s.verified;
+  j["accepted"] = s.accepted;
+  j["drafted_per_step"] = steps > 0 ? static_cast<double>(s.drafted) / steps : 0.0;
+  j["accepted_per_step"] = steps > 0 ? static_cast<double>(s.accepted) / steps : 0.0;
+  // Mean tokens a verify call yields (accepted drafts + the target's own token).
+  j["mean_acceptance_length"] =
+      s.verify_calls > 0 ? 1.0 + static_cast<double>(s.accepted) / s.verify_calls : 0.0;
+  j["accept_histogram"] = s.accept_histogram;
+  return j;
+}
+
 Status CheckTraces(const std::vector<RequestTrace>& traces) {
   for (const RequestTrace& t : traces) {
     if (t.error) return Internal("a benchmark request failed: " + t.message);
@@ -174,6 +205,7 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
                                    &traces[static_cast<size_t>(i)], &deliveries));
   }
   const int64_t steps0 = e.engine->stats().steps;
+  const engine::spec::SpecCounters spec0 = e.engine->stats().spec;
   const Clock::time_point t0 = Clock::now();
   for (engine::Request& req : requests) {
     DI_RETURN_IF_ERROR(e.engine->Add(std::move(req)).status());
@@ -181,6 +213,9 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
   DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
   const Clock::time_point t_end = Clock::now();
   r.steps = e.engine->stats().steps - steps0;
+  if (options.report_spec) {
+    r.spec = SpecDelta(spec0, e.engine->stats().spec);
+  }
   r.total_s = Seconds(t0, t_end);
   DI_RETURN_IF_ERROR(CheckTraces(traces));
   limits.Take(probe, pool, options.limit_samples);
@@ -219,6 +254,13 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
   r.bandwidth_min_gbs = bw.min;
   r.bandwidth_max_gbs = bw.max;
   r.measured_peak_gflops = Percentile(limits.gflops, 50);
+  if (r.decode_step_ms && r.decode_gflops) {
+    const double flops_per_step = *r.decode_gflops * 1e9 * (*r.decode_step_ms * 1e-3);
+    const double bytes_s =
+        static_cast<double>(r.traffic.bytes_per_step) / (r.measured_bandwidth_gbs * 1e9);
+    const double compute_s = flops_per_step / (r.measured_peak_gflops * 1e9);
+    r.decode_bound_step_ms = std::max(bytes_s, compute_s) * 1e3;
+  }
   return r;
 }
 
@@ -298,6 +340,12 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   j["compute_fraction"] = prefill_gflops / measured_peak_gflops;
   j["decode_compute_fraction"] =
       decode_gflops ? nlohmann::ordered_json(*decode_gflops / measured_peak_gflops) : nullptr;
+  j["decode_bound_step_ms"] = opt(decode_bound_step_ms);
+  // Fraction of the roofline bound reached: bound step time / measured step time.
+  j["decode_bound_fraction"] = decode_bound_step_ms && decode_step_ms
+                                   ? nlohmann::ordered_json(*decode_bound_step_ms / *decode_step_ms)
+                                   : nullptr;
+  j["spec"] = spec ? SpecJson(*spec, steps) : nlohmann::ordered_json();
   j["steps"] = steps;
   j["total_s"] = total_s;
   j["load_avg_1m"] = load_avg_1m;

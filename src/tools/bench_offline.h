@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/spec/spec_stats.h"
 #include "tools/engine_setup.h"
 
 namespace deepinfer::tools {
@@ -48,6 +49,12 @@ struct OfflineResult {
   std::optional<double> decode_gbs;     // bytes_per_step / step time
   std::optional<double> decode_gflops;  // batch * DecodeFlopsPerToken(mid position) / step time
   DecodeTraffic traffic;
+  // The step time the limits measured in this run allow: the larger of bytes_per_step at the
+  // measured read rate and the step's flops at the measured peak (a roofline bound).
+  std::optional<double> decode_bound_step_ms;
+  // Speculative decoding counters of this configuration (engine stats after - before); absent
+  // when speculation is off.
+  std::optional<engine::spec::SpecCounters> spec;
   double measured_bandwidth_gbs = 0;  // median of the paired reads before + after
   double bandwidth_min_gbs = 0, bandwidth_max_gbs = 0;
   double measured_peak_gflops = 0;  // median of the peak runs before + after
@@ -69,8 +76,9 @@ struct PrefixHitResult {
 
 struct BenchOptions {
   uint64_t seed = 1;
-  int limit_samples = 3;  // paired reads before and after each configuration
-  bool warmup = true;     // one short request before the first configuration
+  int limit_samples = 3;     // paired reads before and after each configuration
+  bool warmup = true;        // one short request before the first configuration
+  bool report_spec = false;  // speculative decoding is on: report its counters
 };
 
 // Measures one configuration on an idle engine (returns with the engine idle again).

@@ -88,6 +88,24 @@ void PrintHuman(const nlohmann::ordered_json& j) {
       j["measured_bandwidth_gbs"].get<double>(),
       static_cast<double>(j["weight_bytes_per_decode_step"].get<int64_t>()) * 1e-6,
       j["load_avg_1m"].get<double>());
+  if (!j["decode_bound_step_ms"].is_null()) {
+    std::printf(
+        "          decode step bound (bytes at the read rate, flops at the peak) %.1f ms: "
+        "%s of it reached\n",
+        j["decode_bound_step_ms"].get<double>(),
+        Opt(j["decode_bound_fraction"], "%.1f%%", 100).c_str());
+  }
+  if (!j["spec"].is_null()) {
+    const nlohmann::ordered_json& s = j["spec"];
+    std::printf(
+        "          spec: %lld drafted, %lld verified, %lld accepted (%.2f drafted and %.2f "
+        "accepted per step, mean acceptance length %.2f), histogram %s\n",
+        static_cast<long long>(s["drafted"].get<int64_t>()),
+        static_cast<long long>(s["verified"].get<int64_t>()),
+        static_cast<long long>(s["accepted"].get<int64_t>()), s["drafted_per_step"].get<double>(),
+        s["accepted_per_step"].get<double>(), s["mean_acceptance_length"].get<double>(),
+        s["accept_histogram"].dump().c_str());
+  }
 }
 
 void Emit(const BenchArgs& a, const nlohmann::ordered_json& j) {
@@ -105,6 +123,7 @@ Status RunBench(BenchArgs& a) {
   DI_ASSIGN_OR_RETURN(std::vector<int64_t> decodes, ParseList("--decode-len", a.decode_len));
   std::fprintf(stderr, "bench: loading %s\n", a.model_dir.c_str());
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
+  a.options.report_spec = a.engine.spec != "off";
   if (!a.no_warmup) DI_RETURN_IF_ERROR(Warmup(e));
   const bool throughput = a.shared_prefix == 0 || a.throughput_given;
   if (throughput) {

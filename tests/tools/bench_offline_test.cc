@@ -104,6 +104,16 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
                     (j["decode_step_ms"].get<double>() * 1e-3) * 1e-9,
                 1e-6 * j["decode_gbs"].get<double>());
     EXPECT_LE(j["ttft_mean_ms"].get<double>(), j["ttft_max_ms"].get<double>());
+    // The roofline bound: the larger of the step's bytes at the read rate and its flops at the
+    // peak, so never below either; the fraction is bound / measured step.
+    const double bound = j["decode_bound_step_ms"].get<double>();
+    const double step = j["decode_step_ms"].get<double>();
+    EXPECT_GE(bound * (1 + 1e-9), j["weight_bytes_per_decode_step"].get<double>() /
+                                      (j["measured_bandwidth_gbs"].get<double>() * 1e9) * 1e3);
+    EXPECT_GE(bound * (1 + 1e-9),
+              j["decode_gflops"].get<double>() * step / j["measured_peak_gflops"].get<double>());
+    EXPECT_NEAR(j["decode_bound_fraction"].get<double>(), bound / step, 1e-9);
+    EXPECT_TRUE(j["spec"].is_null());  // speculation off
   }
   EXPECT_GT(lines[1]["weight_bytes_per_decode_step"].get<int64_t>(),
             lines[0]["weight_bytes_per_decode_step"].get<int64_t>());
@@ -115,6 +125,38 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
   // The cache holds whole pages of the prefix: at least one, at most the 128 shared tokens.
   EXPECT_GT(p["prefix_hit_tokens"].get<int64_t>(), 0);
   EXPECT_LE(p["prefix_hit_tokens"].get<int64_t>(), 128);
+}
+
+// With --spec dspark the configuration reports its speculation counters; `fixed` verifies every
+// draft, so drafts are made and checked, and the acceptance histogram counts every verify call.
+TEST(BenchOfflineTest, SpecCountersAreReported) {
+  const auto lines = RunJsonLines("bench --model '" + kModel +
+                                  "' --batch 2 --prompt-len 16 --decode-len 8 --json "
+                                  "--limit-samples 1 --kv-budget 64M --spec dspark "
+                                  "--spec-policy fixed --prefix-cache off");
+  ASSERT_EQ(lines.size(), 1u);
+  const Json& j = lines[0];
+  SCOPED_TRACE(j.dump());
+  ASSERT_TRUE(j["spec"].is_object());
+  const Json& s = j["spec"];
+  EXPECT_GT(s["draft_calls"].get<int64_t>(), 0);
+  EXPECT_GT(s["drafted"].get<int64_t>(), 0);
+  EXPECT_GT(s["verify_calls"].get<int64_t>(), 0);
+  EXPECT_GT(s["verified"].get<int64_t>(), 0);
+  EXPECT_LE(s["verified"].get<int64_t>(), s["drafted"].get<int64_t>());
+  EXPECT_LE(s["accepted"].get<int64_t>(), s["verified"].get<int64_t>());
+  int64_t calls = 0, accepted = 0;
+  const auto& hist = s["accept_histogram"];
+  for (size_t k = 0; k < hist.size(); ++k) {
+    calls += hist[k].get<int64_t>();
+    accepted += static_cast<int64_t>(k) * hist[k].get<int64_t>();
+  }
+  EXPECT_EQ(calls, s["verify_calls"].get<int64_t>());
+  EXPECT_EQ(accepted, s["accepted"].get<int64_t>());
+  EXPECT_NEAR(s["mean_acceptance_length"].get<double>(),
+              1.0 + static_cast<double>(accepted) / static_cast<double>(calls), 1e-9);
+  EXPECT_NEAR(s["drafted_per_step"].get<double>(),
+              s["drafted"].get<double>() / j["steps"].get<double>(), 1e-9);
 }
 
 }  // namespace

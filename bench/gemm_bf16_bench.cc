@@ -2,12 +2,19 @@
 // indexer projection): GB/s and pct_of_read against a paired plain read (bench/paired_bandwidth.h),
 // weights rotated over CopiesToDefeatCache copies. Also fp32 GEMV with bf16-stored weights
 // (the fp32 head / gate path) at the same shape.
+// Also the batched decode shapes (compute, not bandwidth): the head, 1..64 rows @ 5120 x 32768
+// bf16 (a quarter of the vocabulary), and the hyper-connection mixes, rows @ 20480 x 24 fp32,
+// in GFLOP/s against the `vdpbf16ps` peak loop measured right after each call
+// (bench/bf16_peak.h; the fp32 mixes have half that peak on FMA).
 //   ./build-mxfp4/bench/gemm_bf16_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <random>
 #include <vector>
 
+#include "bf16_peak.h"
 #include "core/bf16.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_bf16.h"
@@ -57,7 +64,73 @@ void BM_GemvF32Bf16Weights(benchmark::State& state) {
   state.counters["threads"] = pool.size();
 }
 
+// Runs `call` per iteration with a short peak-loop run after it; reports the summed flops over
+// the kernel's time against the median of those peaks.
+template <typename Fn>
+void RunAgainstPeak(benchmark::State& state, double flops_per_call, Fn call) {
+  std::vector<double> peaks;
+  double total = 0.0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(dt);
+    total += dt;
+    peaks.push_back(bench::Bf16PeakGflopsOnce(20000));
+  }
+  std::sort(peaks.begin(), peaks.end());
+  const double gflops = flops_per_call * static_cast<double>(state.iterations()) / total * 1e-9;
+  const double peak = peaks[peaks.size() / 2];
+  state.counters["GFLOPs"] = gflops;
+  state.counters["peak_GFLOPs"] = peak;
+  state.counters["pct_of_peak"] = 100.0 * gflops / peak;
+}
+
+void BM_HeadBf16(benchmark::State& state) {
+  const int64_t m = state.range(0), n = 32768, k = 5120;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::vector<uint16_t> w(n * k), x(m * k);
+  for (auto& v : w) v = FloatToBf16(nd(rng));
+  for (auto& v : x) v = FloatToBf16(nd(rng));
+  std::vector<float> out(m * n);
+  ThreadPool& pool = ThreadPool::Default();
+  RunAgainstPeak(state, 2.0 * m * n * k, [&] {
+    GemmBf16(w.data(), n, k, k, x.data(), m, k, out.data(), DType::kF32, n, &pool);
+  });
+  state.counters["threads"] = pool.size();
+}
+
+void BM_HcMixesF32(benchmark::State& state) {
+  const int64_t m = state.range(0), n = 24, k = 20480;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::vector<float> w(n * k), x(m * k), out(m * n);
+  for (auto& v : w) v = nd(rng);
+  for (auto& v : x) v = nd(rng);
+  ThreadPool& pool = ThreadPool::Default();
+  RunAgainstPeak(state, 2.0 * m * n * k, [&] {
+    GemmF32(w.data(), DType::kF32, n, k, k, x.data(), m, k, out.data(), DType::kF32, n, &pool);
+  });
+  state.counters["threads"] = pool.size();
+}
+
 BENCHMARK(BM_GemvBf16)->UseManualTime()->Iterations(300)->Repetitions(3);
+BENCHMARK(BM_HeadBf16)
+    ->ArgName("m")
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HcMixesF32)
+    ->ArgName("m")
+    ->Arg(1)
+    ->Arg(32)
+    ->Arg(256)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GemvF32Bf16Weights)->UseManualTime()->Iterations(300)->Repetitions(3);
 
 }  // namespace

@@ -128,8 +128,11 @@ Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<
     o += rows;
   }
   if (drafts_) {
+    // The stage rings of every non-speculative row, in one batch (one pass over main_proj and
+    // the stage wkv per step, not one per sequence); verify rows wait for EndSpeculation.
     const int64_t width = TapWidth();
     int64_t row0 = 0;
+    std::vector<model::DSparkExtendItem> extend;
     for (const RunnerInput& in : inputs) {
       auto* seq = static_cast<DeepSeekSequence*>(in.seq);
       const auto n = static_cast<int64_t>(in.tokens.size());
@@ -137,10 +140,11 @@ Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<
       if (in.speculative) {
         seq->pending_taps.assign(taps, taps + n * width);
       } else {
-        DI_RETURN_IF_ERROR(model_->DSparkExtend(&seq->state(), taps, n));
+        extend.push_back({&seq->state(), taps, n});
       }
       row0 += n;
     }
+    DI_RETURN_IF_ERROR(model_->DSparkExtend(extend));
   }
   return Status::Ok();
 }

@@ -334,15 +334,21 @@ Status Engine::GatherPromptLogprobs(Sequence* seq, const float* logits, int64_t 
 
 Status Engine::RunForward(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
                           std::vector<float>* logits, std::vector<Sequence*>* stopped) {
+  auto timed_forward = [this, &inputs, logits] {
+    const auto start = std::chrono::steady_clock::now();
+    Status s = runner_->Forward(inputs, logits);
+    forward_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return s;
+  };
   if (!options_.async_schedule) {
     FillMasks(batch);
-    return runner_->Forward(inputs, logits);
+    return timed_forward();
   }
   // The forward call on a worker thread; meanwhile the grammar masks of the rows it will
   // sample (their matchers already hold every earlier token) and the previous step's
-  // deliveries.
-  std::future<Status> forward = std::async(
-      std::launch::async, [this, &inputs, logits] { return runner_->Forward(inputs, logits); });
+  // deliveries. forward_seconds_ is written there only until get() returns.
+  std::future<Status> forward = std::async(std::launch::async, timed_forward);
   *stopped = DeliverPending();
   FillMasks(batch);
   return forward.get();
@@ -493,16 +499,20 @@ Status Engine::Step() {
       Retire(seq);
     }
   }
-  if (spec_) DI_RETURN_IF_ERROR(SpecVerifyAndDraft(batch, logits, logit_row, verify));
+  if (spec_) {
+    const auto spec_start = std::chrono::steady_clock::now();
+    DI_RETURN_IF_ERROR(SpecVerifyAndDraft(batch, logits, logit_row, verify));
+    spec_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - spec_start).count();
+  }
   if (!options_.async_schedule) {
     for (Sequence* seq : DeliverPending()) Retire(seq);
   }
   if (options_.check_integrity) DI_RETURN_IF_ERROR(CheckIntegrity());
-  if (spec_) {
-    spec_->EndStep(
-        batch.n_tokens,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
-  }
+  const double step_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+  step_seconds_ += step_s;
+  if (spec_) spec_->EndStep(batch.n_tokens, step_s);
   return Status::Ok();
 }
 
@@ -558,6 +568,9 @@ EngineStats Engine::stats() const {
   s.preemptions = scheduler_->n_preemptions();
   s.tokens_computed = tokens_computed_;
   s.tokens_generated = tokens_generated_;
+  s.step_seconds = step_seconds_;
+  s.forward_seconds = forward_seconds_;
+  s.spec_seconds = spec_seconds_;
   if (spec_) s.spec = spec_->counters();
   return s;
 }

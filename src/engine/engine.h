@@ -56,6 +56,12 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t tokens_computed = 0;  // positions fed to the model
   int64_t tokens_generated = 0;
+  // Wall time inside Step() calls that ran a batch; inside their target-model forward calls;
+  // inside speculative verification + DSpark draft calls. step - forward - spec is the engine's
+  // own work (scheduling, sampling, the deliveries not hidden behind the forward call).
+  double step_seconds = 0;
+  double forward_seconds = 0;
+  double spec_seconds = 0;
   spec::SpecCounters spec;  // drafted / accepted counters and the acceptance-length histogram
 };
 
@@ -137,6 +143,7 @@ class Engine {
   std::shared_ptr<spec::SpecDecoder> spec_;  // null with speculation off
   uint64_t next_id_ = 1;
   int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0;
+  double step_seconds_ = 0, forward_seconds_ = 0, spec_seconds_ = 0;
 };
 
 }  // namespace deepinfer::engine

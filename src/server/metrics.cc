@@ -1,6 +1,9 @@
 #include "server/metrics.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
+#include <ctime>
 
 namespace deepinfer::server {
 namespace {
@@ -21,7 +24,22 @@ void Counter(const char* name, const char* help, double v, std::string* out) {
           " " + Num(v) + "\n";
 }
 
+double Seconds(const timeval& t) {
+  return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+}
+
 }  // namespace
+
+CpuTimes ReadCpuTimes() {
+  CpuTimes c;
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) c.process_s = Seconds(ru.ru_utime) + Seconds(ru.ru_stime);
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+    c.thread_s = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return c;
+}
 
 Histogram::Histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -66,7 +84,7 @@ void Metrics::ObserveGeneration(double ttft_s, double e2e_s, int64_t prompt_toke
   if (completion_tokens > 1) tpot_.Observe((e2e_s - ttft_s) / (completion_tokens - 1));
 }
 
-std::string Metrics::Render(const EngineSnapshot& engine) const {
+std::string Metrics::Render(const EngineSnapshot& engine, const CpuTimes& cpu) const {
   std::string out;
   std::lock_guard<std::mutex> lock(mu_);
   out += "# HELP deepinfer_requests_total HTTP requests by route and status\n";
@@ -113,6 +131,17 @@ std::string Metrics::Render(const EngineSnapshot& engine) const {
   Counter("deepinfer_requests_cancelled_total",
           "engine requests cancelled because their client disconnected",
           static_cast<double>(cancelled_), &out);
+  Counter("deepinfer_engine_step_seconds_total", "wall time in engine steps that ran a batch",
+          s.step_seconds, &out);
+  Counter("deepinfer_engine_forward_seconds_total", "wall time in the target model's forward calls",
+          s.forward_seconds, &out);
+  Counter("deepinfer_engine_spec_seconds_total",
+          "wall time in speculative verification and DSpark draft calls", s.spec_seconds, &out);
+  Counter("deepinfer_http_thread_cpu_seconds_total",
+          "CPU time of the thread running the HTTP I/O loop (it also loaded the model at startup)",
+          cpu.thread_s, &out);
+  Counter("process_cpu_seconds_total", "CPU time of the server process (user + system)",
+          cpu.process_s, &out);
   RenderSpecDecode(SpecDecodeOf(s), &out);
   return out;
 }

@@ -11,6 +11,12 @@
 //   deepinfer_requests_cancelled_total              counter (client disconnects)
 //   deepinfer_spec_decode_*                         drafted / verified / accepted draft tokens
 //                                                   (EngineStats::spec), acceptance rate
+//   deepinfer_engine_{step,forward,spec}_seconds_total  wall time in engine steps, in the model's
+//                                                   forward calls, in verification + drafting
+//   deepinfer_http_thread_cpu_seconds_total         CPU time of the HTTP I/O thread
+//   process_cpu_seconds_total                       CPU time of the whole process
+// (step − forward − spec is the engine's scheduling work; the HTTP thread's share of the process
+// CPU is what serving costs the compute threads: deepinfer bench-serve reports both.)
 // Thread-safe (one mutex); observations are O(buckets).
 #pragma once
 
@@ -38,6 +44,14 @@ class Histogram {
   int64_t count_ = 0;
 };
 
+// CPU seconds of the process and of the calling thread (the server renders /metrics on its one
+// HTTP I/O thread, so there `thread_s` is that thread's CPU time).
+struct CpuTimes {
+  double process_s = 0;
+  double thread_s = 0;
+};
+CpuTimes ReadCpuTimes();
+
 class Metrics {
  public:
   Metrics();
@@ -47,7 +61,7 @@ class Metrics {
                          int64_t completion_tokens);
   // n engine requests cancelled because their client went away.
   void CountCancelled(int64_t n);
-  std::string Render(const EngineSnapshot& engine) const;
+  std::string Render(const EngineSnapshot& engine, const CpuTimes& cpu = {}) const;
 
  private:
   mutable std::mutex mu_;

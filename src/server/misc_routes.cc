@@ -87,7 +87,8 @@ net::awaitable<void> HandleHealth(ServerContext& ctx, Exchange& ex) {
 }
 
 net::awaitable<void> HandleMetrics(ServerContext& ctx, Exchange& ex) {
-  co_await ex.Send(200, "text/plain; version=0.0.4", ctx.metrics->Render(ctx.loop->Snapshot()));
+  co_await ex.Send(200, "text/plain; version=0.0.4",
+                   ctx.metrics->Render(ctx.loop->Snapshot(), ReadCpuTimes()));
 }
 
 }  // namespace deepinfer::server

@@ -204,18 +204,19 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
     requests.push_back(MakeRequest(RandomIds(rng, cfg.prompt_len, vocab), cfg.decode_len,
                                    &traces[static_cast<size_t>(i)], &deliveries));
   }
-  const int64_t steps0 = e.engine->stats().steps;
-  const engine::spec::SpecCounters spec0 = e.engine->stats().spec;
+  const engine::EngineStats stats0 = e.engine->stats();
   const Clock::time_point t0 = Clock::now();
   for (engine::Request& req : requests) {
     DI_RETURN_IF_ERROR(e.engine->Add(std::move(req)).status());
   }
   DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
   const Clock::time_point t_end = Clock::now();
-  r.steps = e.engine->stats().steps - steps0;
-  if (options.report_spec) {
-    r.spec = SpecDelta(spec0, e.engine->stats().spec);
-  }
+  const engine::EngineStats stats1 = e.engine->stats();
+  r.steps = stats1.steps - stats0.steps;
+  r.engine_step_s = stats1.step_seconds - stats0.step_seconds;
+  r.forward_s = stats1.forward_seconds - stats0.forward_seconds;
+  r.spec_s = stats1.spec_seconds - stats0.spec_seconds;
+  if (options.report_spec) r.spec = SpecDelta(stats0.spec, stats1.spec);
   r.total_s = Seconds(t0, t_end);
   DI_RETURN_IF_ERROR(CheckTraces(traces));
   limits.Take(probe, pool, options.limit_samples);
@@ -348,6 +349,12 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   j["spec"] = spec ? SpecJson(*spec, steps) : nlohmann::ordered_json();
   j["steps"] = steps;
   j["total_s"] = total_s;
+  j["engine_step_s"] = engine_step_s;
+  j["forward_s"] = forward_s;
+  j["spec_s"] = spec_s;
+  // The engine's own share of its step time (scheduling, sampling, undelivered outputs).
+  j["scheduling_fraction"] =
+      engine_step_s > 0 ? (engine_step_s - forward_s - spec_s) / engine_step_s : 0.0;
   j["load_avg_1m"] = load_avg_1m;
   return j;
 }

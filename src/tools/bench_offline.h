@@ -60,6 +60,9 @@ struct OfflineResult {
   double measured_peak_gflops = 0;  // median of the peak runs before + after
   double total_s = 0;
   int64_t steps = 0;
+  // Engine wall time of the configuration (EngineStats after - before): in steps, in the model's
+  // forward calls, in speculative verification + drafting.
+  double engine_step_s = 0, forward_s = 0, spec_s = 0;
   int threads = 0;
   double load_avg_1m = -1;  // /proc/loadavg at the start (-1 when unreadable)
   nlohmann::ordered_json ToJson() const;

@@ -171,6 +171,7 @@ ServeRunResult RunServeLoad(const std::vector<BenchPrompt>& prompts, const Clien
   std::mutex errors_mu;
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(n));
+  result.server_before = ScrapeServerCounters(client.endpoint, client.api_key);
   const Clock::time_point t0 = Clock::now();
   std::thread progress;
   if (load.progress) {
@@ -205,6 +206,9 @@ ServeRunResult RunServeLoad(const std::vector<BenchPrompt>& prompts, const Clien
     });
   }
   for (std::thread& w : workers) w.join();
+  if (result.server_before) {
+    result.server_after = ScrapeServerCounters(client.endpoint, client.api_key);
+  }
   Clock::time_point t_last = t0;
   for (const auto& t : finished_at) t_last = std::max(t_last, t);
   const double duration = std::chrono::duration<double>(t_last - t0).count();
@@ -241,6 +245,9 @@ ordered_json RunJson(const ServeRunResult& r) {
   j["itl_ms"] = DistJson(s.itl_s);
   j["e2e_ms"] = DistJson(s.e2e_s);
   j["load_avg_1m"] = r.load_avg_1m;
+  j["server"] = r.server_before && r.server_after
+                    ? ServerOverheadJson(*r.server_before, *r.server_after, s.duration_s)
+                    : ordered_json();
   j["errors"] = r.errors;
   return j;
 }

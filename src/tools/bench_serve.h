@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "tools/bench_http.h"
 #include "tools/bench_stats.h"
+#include "tools/server_counters.h"
 
 namespace deepinfer::tools {
 
@@ -62,6 +63,8 @@ struct ServeRunResult {
   std::vector<std::string> errors;  // the first few failures, for the report
   RunSummary summary;
   double load_avg_1m = -1;
+  // The server's /metrics counters around the run (deepinfer servers only).
+  std::optional<ServerCounters> server_before, server_after;
 };
 
 // The request body of one prompt.

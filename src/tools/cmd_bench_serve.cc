@@ -99,6 +99,14 @@ void PrintRun(const ServeRunResult& r) {
     std::printf("%-8s %10s %10s %10s %10s\n", name, Ms(d.mean).c_str(), Ms(d.p50).c_str(),
                 Ms(d.p90).c_str(), Ms(d.p99).c_str());
   }
+  if (r.server_before && r.server_after) {
+    const auto j = ServerOverheadJson(*r.server_before, *r.server_after, s.duration_s);
+    std::printf(
+        "server: forward %.1f%% of the run; scheduling %.2f%% of step time; HTTP thread %.2f%% "
+        "of the process CPU\n",
+        100 * j["forward_busy_fraction"].get<double>(),
+        100 * j["scheduling_fraction"].get<double>(), 100 * j["http_cpu_fraction"].get<double>());
+  }
   for (const std::string& e : r.errors) std::printf("error: %s\n", e.c_str());
   std::fflush(stdout);
 }

@@ -91,7 +91,9 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
     for (const char* key : {"bandwidth_fraction", "compute_fraction"}) {
       ASSERT_TRUE(j[key].is_number()) << key;
       EXPECT_GT(j[key].get<double>(), 0.0) << key;
-      EXPECT_LT(j[key].get<double>(), 1.5) << key;
+      // Loose: the paired read swings several-fold with host load (a decode step can outrun the
+      // probe's median); this catches unit errors (x1000), not measurement noise.
+      EXPECT_LT(j[key].get<double>(), 5.0) << key;
     }
     // The fractions are the ratios of the reported rates.
     EXPECT_NEAR(j["bandwidth_fraction"].get<double>(),
@@ -114,6 +116,15 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
               j["decode_gflops"].get<double>() * step / j["measured_peak_gflops"].get<double>());
     EXPECT_NEAR(j["decode_bound_fraction"].get<double>(), bound / step, 1e-9);
     EXPECT_TRUE(j["spec"].is_null());  // speculation off
+    // Engine time: the forward calls are inside the steps, which are inside the run; without
+    // speculation no spec time; the scheduling fraction is what the steps spent elsewhere.
+    const double step_s = j["engine_step_s"].get<double>();
+    const double forward_s = j["forward_s"].get<double>();
+    EXPECT_GT(forward_s, 0.0);
+    EXPECT_LE(forward_s, step_s);
+    EXPECT_LE(step_s, j["total_s"].get<double>());
+    EXPECT_EQ(j["spec_s"].get<double>(), 0.0);
+    EXPECT_NEAR(j["scheduling_fraction"].get<double>(), (step_s - forward_s) / step_s, 1e-12);
   }
   EXPECT_GT(lines[1]["weight_bytes_per_decode_step"].get<int64_t>(),
             lines[0]["weight_bytes_per_decode_step"].get<int64_t>());

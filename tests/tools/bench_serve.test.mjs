@@ -64,6 +64,17 @@ test('fixed concurrency, random prompts: all succeed, exact counts, ordered perc
   assert.ok(Math.abs(run.cost_per_million_tokens - cost) < 1e-6 * cost);
   assert.notEqual(j.throughput_under_slo, null);
   assert.equal(j.throughput_under_slo.run_index, 0);
+  // The server's own accounting over the run (its /metrics before and after): the forward calls
+  // lie inside the engine steps, the HTTP thread's CPU inside the process's, and the overhead
+  // is the sum of the engine's scheduling share and the HTTP thread's CPU share.
+  const sv = run.server;
+  assert.ok(sv, 'no server section against a deepinfer server');
+  assert.ok(sv.forward_s > 0 && sv.forward_s <= sv.engine_step_s, JSON.stringify(sv));
+  assert.ok(sv.http_thread_cpu_s >= 0 && sv.http_thread_cpu_s <= sv.process_cpu_s, JSON.stringify(sv));
+  assert.ok(sv.scheduling_fraction >= 0 && sv.scheduling_fraction < 1, JSON.stringify(sv));
+  assert.ok(Math.abs(sv.overhead_fraction - sv.scheduling_fraction - sv.http_cpu_fraction) < 1e-12);
+  assert.ok(sv.forward_busy_fraction > 0 && sv.forward_busy_fraction <= 1, JSON.stringify(sv));
+  assert.match(r.stdout, /server: forward [0-9.]+% of the run; scheduling/);
 });
 
 test('Poisson sweep over a shared prefix: cache hits, tight SLO, plot', async () => {

@@ -26,16 +26,16 @@
 namespace deepinfer::model {
 namespace {
 
-// kv_norm(wkv·x), RoPE at positions pos0.., FP8 QDQ: [rows][head_dim].
+// kv_norm(wkv·x), RoPE at positions pos[r], FP8 QDQ: [rows][head_dim].
 void StageKv(const ModelConfig& c, const AttentionWeights& aw, const std::vector<float>& freqs,
-             const uint16_t* x, int64_t rows, int64_t pos0, uint16_t* kv, ThreadPool& pool) {
+             const uint16_t* x, int64_t rows, const int64_t* pos, uint16_t* kv, ThreadPool& pool) {
   const int64_t hd = c.head_dim;
   const int rd = c.rope_head_dim;
   aw.wkv.Apply(x, rows, c.dim, kv, hd, pool);
   kernels::RmsNormInPlace(aw.kv_norm, kv, rows, hd, c.norm_eps);
   std::vector<float> cs(rd);
   for (int64_t r = 0; r < rows; ++r) {
-    kernels::RopeCosSin(freqs.data(), rd / 2, pos0 + r, cs.data());
+    kernels::RopeCosSin(freqs.data(), rd / 2, pos[r], cs.data());
     kernels::ApplyRope(kv + r * hd, 1, hd, static_cast<int>(hd), rd, cs.data(), false);
     kernels::Fp8QdqBlock32(kv + r * hd, hd);
   }
@@ -52,29 +52,55 @@ int32_t ArgMax(const float* v, int64_t n) {
 }  // namespace
 
 Status Model::DSparkExtend(SequenceState* state, const uint16_t* taps, int64_t rows) const {
+  const DSparkExtendItem item{state, taps, rows};
+  return DSparkExtend(std::span<const DSparkExtendItem>(&item, 1));
+}
+
+Status Model::DSparkExtend(std::span<const DSparkExtendItem> items) const {
   const ModelConfig& c = config_;
   if (!c.dspark_enabled()) return InvalidArgument("this model has no DSpark stages");
   const int64_t dim = c.dim, hd = c.head_dim, win = c.window_size;
-  const int64_t n_taps = static_cast<int64_t>(c.dspark_target_layer_ids.size());
+  const int64_t width = static_cast<int64_t>(c.dspark_target_layer_ids.size()) * dim;
+  // Every sequence's rows in one batch (each row's result does not depend on the others, so
+  // the bits are those of one call per sequence, at one pass over the weights per step).
+  int64_t rows = 0;
+  for (const DSparkExtendItem& it : items) rows += it.rows;
+  if (rows == 0) return Status::Ok();
+  std::vector<uint16_t> gathered;
+  const uint16_t* taps = items.size() == 1 ? items[0].taps : nullptr;
+  std::vector<int64_t> pos;
+  pos.reserve(static_cast<size_t>(rows));
+  if (taps == nullptr) gathered.reserve(static_cast<size_t>(rows * width));
+  for (const DSparkExtendItem& it : items) {
+    for (int64_t r = 0; r < it.rows; ++r) pos.push_back(it.state->dspark_length + r);
+    if (taps == nullptr) gathered.insert(gathered.end(), it.taps, it.taps + it.rows * width);
+  }
+  if (taps == nullptr) taps = gathered.data();
   const LayerWeights& first = weights_.layers[c.n_layers];
   std::vector<uint16_t> main_x(rows * dim), kv(rows * hd);
-  first.main_proj->Apply(taps, rows, n_taps * dim, main_x.data(), dim, *pool_);
+  first.main_proj->Apply(taps, rows, width, main_x.data(), dim, *pool_);
   kernels::RmsNormInPlace(first.main_norm, main_x.data(), rows, dim, c.norm_eps);
-  const int64_t pos0 = state->dspark_length;
   for (int s = 0; s < c.n_mtp_layers; ++s) {
     const int li = c.n_layers + s;
-    StageKv(c, weights_.layers[li].attn, rope_freqs_[li], main_x.data(), rows, pos0, kv.data(),
-            *pool_);
-    std::vector<uint16_t>& ring = state->dspark[s];
-    for (int64_t r = std::max<int64_t>(0, rows - win); r < rows; ++r) {
-      std::copy_n(kv.data() + r * hd, hd, ring.data() + ((pos0 + r) % win) * hd);
-    }
-    for (int64_t r = 0; r < rows; ++r) {  // page tails, for prefix reuse (kv_pages.h)
-      uint16_t* tail = state->RingTail(-1, s, pos0 + r);
-      if (tail != nullptr) std::copy_n(kv.data() + r * hd, hd, tail);
+    StageKv(c, weights_.layers[li].attn, rope_freqs_[li], main_x.data(), rows, pos.data(),
+            kv.data(), *pool_);
+    int64_t row0 = 0;
+    for (const DSparkExtendItem& it : items) {
+      SequenceState* state = it.state;
+      const int64_t pos0 = state->dspark_length;
+      const uint16_t* skv = kv.data() + row0 * hd;
+      std::vector<uint16_t>& ring = state->dspark[s];
+      for (int64_t r = std::max<int64_t>(0, it.rows - win); r < it.rows; ++r) {
+        std::copy_n(skv + r * hd, hd, ring.data() + ((pos0 + r) % win) * hd);
+      }
+      for (int64_t r = 0; r < it.rows; ++r) {  // page tails, for prefix reuse (kv_pages.h)
+        uint16_t* tail = state->RingTail(-1, s, pos0 + r);
+        if (tail != nullptr) std::copy_n(skv + r * hd, hd, tail);
+      }
+      row0 += it.rows;
     }
   }
-  state->dspark_length += rows;
+  for (const DSparkExtendItem& it : items) it.state->dspark_length += it.rows;
   return Status::Ok();
 }
 
@@ -128,7 +154,9 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
       // KV: the ring's slots, then the draft rows.
       std::vector<uint16_t> g((win + block) * hd);
       std::copy_n(ring.data(), win * hd, g.data());
-      StageKv(c, aw, rope_freqs_[li], in, block, p + 1, g.data() + win * hd, *pool_);
+      std::vector<int64_t> draft_pos(static_cast<size_t>(block));
+      for (int64_t r = 0; r < block; ++r) draft_pos[static_cast<size_t>(r)] = p + 1 + r;
+      StageKv(c, aw, rope_freqs_[li], in, block, draft_pos.data(), g.data() + win * hd, *pool_);
       std::vector<int32_t> idx;
       for (int64_t r = 0; r < block; ++r) {
         for (int64_t i = 0; i < n_ring; ++i) idx.push_back(static_cast<int32_t>(i));

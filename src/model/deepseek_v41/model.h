@@ -82,6 +82,13 @@ struct DraftOutput {
   std::vector<uint16_t> hidden;   // [block][dim] last stage hidden after its collapse
 };
 
+// One sequence's rows for Model::DSparkExtend: taps [rows][n_taps*dim].
+struct DSparkExtendItem {
+  SequenceState* state = nullptr;
+  const uint16_t* taps = nullptr;
+  int64_t rows = 0;
+};
+
 struct LoadOptions {
   ThreadPool* pool = nullptr;  // null = ThreadPool::Default()
   // engram_token_map.json in the model folder is used when present; else this map (e.g. built
@@ -122,6 +129,9 @@ class Model {
   // DSpark: writes the stage rings for the next rows of a sequence from their taps
   // [rows][n_taps*dim] (the main hidden of those positions).
   Status DSparkExtend(SequenceState* state, const uint16_t* taps, int64_t rows) const;
+  // The same for several sequences in one pass over the weights (one item per sequence, each
+  // with its own rows; a sequence appears at most once). Same bits as one call per item.
+  Status DSparkExtend(std::span<const DSparkExtendItem> items) const;
   // Drafts a block after position `state->dspark_length - 1`, starting from `token` (the
   // backbone's choice for the next position). temperature 0 = greedy.
   StatusOr<DraftOutput> DSparkDraft(const SequenceState& state, int32_t token) const;

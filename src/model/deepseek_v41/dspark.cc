@@ -12,6 +12,7 @@
 
 #include "core/bf16.h"
 #include "core/check.h"
+#include "core/phase_timer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/kv_qdq.h"
@@ -66,6 +67,7 @@ Status Model::DSparkExtend(std::span<const DSparkExtendItem> items) const {
   int64_t rows = 0;
   for (const DSparkExtendItem& it : items) rows += it.rows;
   if (rows == 0) return Status::Ok();
+  ScopedPhase phase("dspark.extend");
   std::vector<uint16_t> gathered;
   const uint16_t* taps = items.size() == 1 ? items[0].taps : nullptr;
   std::vector<int64_t> pos;
@@ -108,6 +110,7 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
   const ModelConfig& c = config_;
   if (!c.dspark_enabled()) return InvalidArgument("this model has no DSpark stages");
   if (state.dspark_length == 0) return InvalidArgument("DSpark draft before any position");
+  ScopedPhase phase("dspark.draft");
   if (token < 0 || token >= c.vocab_size) return InvalidArgument("draft token out of range");
   const int64_t dim = c.dim, hd = c.head_dim, hc = c.hc_mult, win = c.window_size;
   const int64_t heads = c.n_heads, qw = heads * hd, ql = c.q_lora_rank;

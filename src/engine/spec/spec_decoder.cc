@@ -1,6 +1,7 @@
 #include "engine/spec/spec_decoder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "core/check.h"
@@ -205,6 +206,10 @@ Status SpecDecoder::Draft(Sequence* seq) {
     // Gate closed: one sequence explores per explore_period decode opportunities (counted over
     // all sequences, so the cost per generated token does not grow with the batch).
     if (options_.explore_period <= 0 || --explore_countdown_ > 0) return Status::Ok();
+    if (explore_debt_s_ > 0.0) {  // earlier explorations not yet paid for: ask again next time
+      explore_countdown_ = 1;
+      return Status::Ok();
+    }
     explore_countdown_ = options_.explore_period;
     sp.explore = true;
   }
@@ -215,7 +220,13 @@ Status SpecDecoder::Draft(Sequence* seq) {
   DraftRequest request;
   request.token = seq->tokens.back();
   request.max_drafts = n;
+  const auto start = std::chrono::steady_clock::now();
   DI_RETURN_IF_ERROR(runner_->Draft(seq->runner.get(), request, &sp.proposal));
+  if (sp.explore && options_.explore_budget > 0.0) {
+    explore_debt_s_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+        options_.explore_budget;
+  }
   ++counters_.draft_calls;
   counters_.drafted += static_cast<int64_t>(sp.proposal.tokens.size());
   sp.drafted_at = static_cast<int64_t>(seq->tokens.size());
@@ -224,6 +235,7 @@ Status SpecDecoder::Draft(Sequence* seq) {
 
 void SpecDecoder::EndStep(int64_t rows, double seconds) {
   ++steps_;
+  explore_debt_s_ = std::max(0.0, explore_debt_s_ - seconds);
   cost_.Observe(rows, seconds);
 }
 

@@ -76,6 +76,7 @@ class SpecDecoder {
   // when a draft is accepted; a drafter that stops hitting closes it within a few verify calls.
   double gain_ = 0.0;
   int64_t explore_countdown_ = 0;  // decode opportunities until the next exploration
+  double explore_debt_s_ = 0.0;    // step time still owed for past explorations (explore_budget)
 };
 
 }  // namespace deepinfer::engine::spec

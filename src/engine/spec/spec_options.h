@@ -33,6 +33,11 @@ struct SpecOptions {
   // sequences) drafts and verifies anyway, which opens the gate for a drafter that hits.
   double min_gain = 0.15;
   int64_t explore_period = 128;
+  // kCostModel, gate closed: explorations may take at most this fraction of the engine's step
+  // time. Each exploration's draft-call time, divided by the budget, must be worked off in step
+  // time before the next one (a draft is a one-row call whose cost does not shrink with the
+  // batch, while the step's cost per token does). 0 = no time limit (count only).
+  double explore_budget = 0.01;
 };
 
 }  // namespace deepinfer::engine::spec

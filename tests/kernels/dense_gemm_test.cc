@@ -111,7 +111,8 @@ TEST(GemmF32, ReferenceMatchesFloat64) {
   for (auto& v : w) v = nd(rng);
   for (auto& v : x) v = nd(rng);
   std::vector<float> out(m * n);
-  GemmF32Ref(w.data(), DType::kF32, n, k, k, x.data(), m, k, out.data(), DType::kF32, n);
+  GemmF32Ref(w.data(), DType::kF32, n, k, k, x.data(), DType::kF32, m, k, out.data(), DType::kF32,
+             n);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t r = 0; r < n; ++r) {
       double sum = 0.0, mag = 0.0;
@@ -140,18 +141,21 @@ TEST(GemmF32, AllLevelsBitIdenticalToReference) {
         for (auto& v : x) v = nd(rng);
         for (DType dt : {DType::kF32, DType::kBF16}) {
           std::vector<uint8_t> want(OutBytes(m, n, dt)), want_b(OutBytes(m, n, dt));
-          GemmF32Ref(wf.data(), DType::kF32, n, k, k, x.data(), m, k, want.data(), dt, n);
-          GemmF32Ref(wb.data(), DType::kBF16, n, k, k, x.data(), m, k, want_b.data(), dt, n);
+          GemmF32Ref(wf.data(), DType::kF32, n, k, k, x.data(), DType::kF32, m, k, want.data(), dt,
+                     n);
+          GemmF32Ref(wb.data(), DType::kBF16, n, k, k, x.data(), DType::kF32, m, k, want_b.data(),
+                     dt, n);
           std::vector<uint8_t> want_bf(OutBytes(m, n, dt));
-          GemmF32Ref(wb_f32.data(), DType::kF32, n, k, k, x.data(), m, k, want_bf.data(), dt, n);
+          GemmF32Ref(wb_f32.data(), DType::kF32, n, k, k, x.data(), DType::kF32, m, k,
+                     want_bf.data(), dt, n);
           EXPECT_EQ(want_b, want_bf) << "bf16 storage must equal its fp32 widening";
           for (CpuLevel level : AvailableLevels()) {
             for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
               std::vector<uint8_t> got(OutBytes(m, n, dt), 0xCD), got_b(OutBytes(m, n, dt));
-              GemmF32At(level, wf.data(), DType::kF32, n, k, k, x.data(), m, k, got.data(), dt, n,
-                        pool);
-              GemmF32At(level, wb.data(), DType::kBF16, n, k, k, x.data(), m, k, got_b.data(), dt,
-                        n, pool);
+              GemmF32At(level, wf.data(), DType::kF32, n, k, k, x.data(), DType::kF32, m, k,
+                        got.data(), dt, n, pool);
+              GemmF32At(level, wb.data(), DType::kBF16, n, k, k, x.data(), DType::kF32, m, k,
+                        got_b.data(), dt, n, pool);
               ASSERT_EQ(OutputBits(got, dt), OutputBits(want, dt)) << CpuLevelName(level);
               ASSERT_EQ(OutputBits(got_b, dt), OutputBits(want_b, dt)) << CpuLevelName(level);
             }
@@ -174,15 +178,15 @@ TEST(DenseGemm, BatchThreadAndStrideInvariance) {
     std::vector<float> all_b(m * ldo), all_f(m * ldo);
     GemmBf16At(level, wb.data(), n, k, ldw, xb.data(), m, ldx, all_b.data(), DType::kF32, ldo,
                &pool2);
-    GemmF32At(level, wb.data(), DType::kBF16, n, k, ldw, xf.data(), m, ldx, all_f.data(),
-              DType::kF32, ldo, &pool2);
+    GemmF32At(level, wb.data(), DType::kBF16, n, k, ldw, xf.data(), DType::kF32, m, ldx,
+              all_f.data(), DType::kF32, ldo, &pool2);
     for (ThreadPool* pool : {&pool1, &pool2}) {
       for (int64_t i : {0, 1, 63, 64, 69}) {
         std::vector<float> one_b(n), one_f(n);
         GemmBf16At(level, wb.data(), n, k, ldw, xb.data() + i * ldx, 1, ldx, one_b.data(),
                    DType::kF32, n, pool);
-        GemmF32At(level, wb.data(), DType::kBF16, n, k, ldw, xf.data() + i * ldx, 1, ldx,
-                  one_f.data(), DType::kF32, n, pool);
+        GemmF32At(level, wb.data(), DType::kBF16, n, k, ldw, xf.data() + i * ldx, DType::kF32, 1,
+                  ldx, one_f.data(), DType::kF32, n, pool);
         EXPECT_EQ(0, std::memcmp(one_b.data(), all_b.data() + i * ldo, n * 4)) << i;
         EXPECT_EQ(0, std::memcmp(one_f.data(), all_f.data() + i * ldo, n * 4)) << i;
       }
@@ -207,12 +211,59 @@ TEST(DenseGemm, RowSplitMatchesReference) {
       EXPECT_EQ(got, want) << CpuLevelName(level) << " bf16 GEMM, bf16 out " << (es == 2);
       std::fill(want.begin(), want.end(), 0xCD);
       std::fill(got.begin(), got.end(), 0xCD);
-      GemmF32Ref(wb.data(), DType::kBF16, n, k, k, xf.data(), m, ldx, want.data(), dt, ldo);
-      GemmF32At(level, wb.data(), DType::kBF16, n, k, k, xf.data(), m, ldx, got.data(), dt, ldo,
-                &pool2);
+      GemmF32Ref(wb.data(), DType::kBF16, n, k, k, xf.data(), DType::kF32, m, ldx, want.data(), dt,
+                 ldo);
+      GemmF32At(level, wb.data(), DType::kBF16, n, k, k, xf.data(), DType::kF32, m, ldx, got.data(),
+                dt, ldo, &pool2);
       EXPECT_EQ(got, want) << CpuLevelName(level) << " fp32 GEMM, bf16 out " << (es == 2);
     }
   }
+}
+
+// bf16 activations (the hc mixes read the bf16 stream directly): every level, 1 or 2 threads,
+// strided rows, K tails and subnormal / signed-zero inputs give the bits of the fp32 call on the
+// exactly widened activations.
+TEST(GemmF32, Bf16ActivationsEqualWidenedFp32) {
+  ThreadPool pool2(2);
+  for (int64_t k : {1, 15, 16, 33, 1000}) {
+    for (int64_t m : {1, 5, 70}) {
+      const int64_t n = 24, ldx = k + 16, ldo = n + 3;
+      std::vector<float> xs = RandomFloats(m * ldx, static_cast<uint32_t>(9 + k));
+      for (size_t i = 0; i < xs.size(); i += 13) xs[i] *= 1e-39f;  // subnormal after rounding
+      for (size_t i = 5; i < xs.size(); i += 29) xs[i] = -0.0f;
+      const auto xb = ToBf16(xs);
+      std::vector<float> xf(xb.size());
+      for (size_t i = 0; i < xb.size(); ++i) xf[i] = Bf16ToFloat(xb[i]);
+      const std::vector<float> w = RandomFloats(n * k, static_cast<uint32_t>(10 + k));
+      for (DType dt : {DType::kF32, DType::kBF16}) {
+        const size_t es = dt == DType::kF32 ? 4 : 2;
+        std::vector<uint8_t> want(m * ldo * es, 0xCD);
+        GemmF32Ref(w.data(), DType::kF32, n, k, k, xf.data(), DType::kF32, m, ldx, want.data(), dt,
+                   ldo);
+        std::vector<uint8_t> ref_b(m * ldo * es, 0xCD);
+        GemmF32Ref(w.data(), DType::kF32, n, k, k, xb.data(), DType::kBF16, m, ldx, ref_b.data(),
+                   dt, ldo);
+        ASSERT_EQ(ref_b, want) << "reference, k " << k << " m " << m;
+        for (CpuLevel level : AvailableLevels()) {
+          for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+            std::vector<uint8_t> got(m * ldo * es, 0xCD);
+            GemmF32At(level, w.data(), DType::kF32, n, k, k, xb.data(), DType::kBF16, m, ldx,
+                      got.data(), dt, ldo, pool);
+            ASSERT_EQ(got, want) << CpuLevelName(level) << " k " << k << " m " << m;
+          }
+        }
+      }
+    }
+  }
+  // The public overload dispatches to the active level with the same bits.
+  const int64_t n = 24, k = 100, m = 9;
+  const auto xb = ToBf16(RandomFloats(m * k, 11));
+  const std::vector<float> w = RandomFloats(n * k, 12);
+  std::vector<float> want(m * n), got(m * n);
+  GemmF32Ref(w.data(), DType::kF32, n, k, k, xb.data(), DType::kBF16, m, k, want.data(),
+             DType::kF32, n);
+  GemmF32(w.data(), DType::kF32, n, k, k, xb.data(), m, k, got.data(), DType::kF32, n, &pool2);
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * 4));
 }
 
 }  // namespace

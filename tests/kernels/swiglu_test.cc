@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::kernels {
 namespace {
@@ -61,6 +62,46 @@ TEST(SwiGluTest, RowsWithRoutingWeightMatchDouble) {
     }
   }
   EXPECT_GT(clamped, 100);  // the data does exercise the clamps
+}
+
+// The AVX-512 kernel gives SwiGluRef's bits: clamp edges (exactly ±limit, beyond it, NaN, ±inf),
+// signed zeros, subnormals, row strides, K tails, with and without routing weights and clamps.
+TEST(SwiGluTest, Avx512BitIdenticalToReference) {
+  if (GetCpuFeatures().BestLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512 here";
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 8.0f);
+  const float specials[] = {10.0f,  -10.0f,  10.000001f, -10.000001f, 0.0f, -0.0f,
+                            1e-40f, -1e-40f, INFINITY,   -INFINITY,   NAN,  -NAN,
+                            88.0f,  -88.0f,  105.0f,     -105.0f};
+  for (int64_t n : {1, 15, 16, 17, 2304}) {
+    const int64_t rows = 5, stride = n + 7;
+    std::vector<uint16_t> g(rows * stride), u(rows * stride);
+    for (size_t i = 0; i < g.size(); ++i) {
+      g[i] = FloatToBf16(i % 5 == 0 ? specials[(i / 5) % 16] : dist(rng));
+      u[i] = FloatToBf16(i % 7 == 0 ? specials[(i / 7) % 16] : dist(rng));
+    }
+    const float w[rows] = {0.75f, -1.5f, 1e-30f, 3.0f, 0.0f};
+    for (float limit : {10.0f, 0.0f}) {
+      for (const float* weight : {static_cast<const float*>(nullptr), &w[0]}) {
+        SwiGluParams p;
+        p.gate = g.data();
+        p.up = u.data() + 3;
+        p.gate_stride = p.up_stride = stride;
+        p.row_weight = weight;
+        p.n_rows = rows - 1;  // the last row's up would run past the buffer
+        p.n = n;
+        p.out_stride = n + 1;
+        p.limit = limit;
+        std::vector<uint16_t> want(rows * (n + 1), 0xABCD), got(rows * (n + 1), 0xABCD);
+        p.out = want.data();
+        SwiGluRef(p);
+        p.out = got.data();
+        SwiGluAvx512(p);
+        ASSERT_EQ(got, want) << "n " << n << " limit " << limit << " weight "
+                             << (weight != nullptr);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace deepinfer::kernels {
 
 inline __m512 Bf16x16ToF32(__m256i b) {

@@ -80,10 +80,10 @@ void TileBf16(const DenseGemmCall& c, int64_t m0, int64_t n0, unsigned csr) {
     for (int j = 0; j < NR; ++j) StoreDenseOut(c, m0 + i, n0 + j, ReduceTree(lo[i][j], hi[i][j]));
 }
 
-// 8 weights widened to fp32 from a zero-padded or in-bounds pointer.
-template <bool kWeightBf16>
-inline __m256 LoadW8(const void* p) {
-  if constexpr (kWeightBf16) {
+// 8 elements widened to fp32 (bf16 exactly) from a zero-padded or in-bounds pointer.
+template <bool kBf16>
+inline __m256 LoadF32x8(const void* p) {
+  if constexpr (kBf16) {
     const __m128i b = _mm_loadu_si128(static_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
   } else {
@@ -91,19 +91,20 @@ inline __m256 LoadW8(const void* p) {
   }
 }
 
-template <bool kWeightBf16, int MR, int NR>
+template <bool kWeightBf16, bool kActBf16, int MR, int NR>
 void TileF32(const DenseGemmCall& c, int64_t m0, int64_t n0, unsigned /*csr*/) {
   using WT = std::conditional_t<kWeightBf16, uint16_t, float>;
+  using XT = std::conditional_t<kActBf16, uint16_t, float>;
   const auto* w = static_cast<const WT*>(c.w) + n0 * c.ldw;
-  const auto* x = static_cast<const float*>(c.x) + m0 * c.ldx;
+  const auto* x = static_cast<const XT*>(c.x) + m0 * c.ldx;
   __m256 lo[MR][NR], hi[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) lo[i][j] = hi[i][j] = _mm256_setzero_ps();
   alignas(32) WT wt[NR][16];
-  alignas(32) float xt[MR][16];
+  alignas(32) XT xt[MR][16];
   for (int64_t k = 0; k < c.k; k += 16) {
     const WT* wp[NR];
-    const float* xp[MR];
+    const XT* xp[MR];
     if (k + 16 <= c.k) {
       for (int j = 0; j < NR; ++j) wp[j] = w + j * c.ldw + k;
       for (int i = 0; i < MR; ++i) xp[i] = x + i * c.ldx + k;
@@ -116,17 +117,17 @@ void TileF32(const DenseGemmCall& c, int64_t m0, int64_t n0, unsigned /*csr*/) {
       }
       for (int i = 0; i < MR; ++i) {
         std::memset(xt[i], 0, sizeof(xt[i]));
-        std::memcpy(xt[i], x + i * c.ldx + k, n_tail * sizeof(float));
+        std::memcpy(xt[i], x + i * c.ldx + k, n_tail * sizeof(XT));
         xp[i] = xt[i];
       }
     }
     __m256 w0[NR], w1[NR];
     for (int j = 0; j < NR; ++j) {
-      w0[j] = LoadW8<kWeightBf16>(wp[j]);
-      w1[j] = LoadW8<kWeightBf16>(wp[j] + 8);
+      w0[j] = LoadF32x8<kWeightBf16>(wp[j]);
+      w1[j] = LoadF32x8<kWeightBf16>(wp[j] + 8);
     }
     for (int i = 0; i < MR; ++i) {
-      const __m256 x0 = _mm256_loadu_ps(xp[i]), x1 = _mm256_loadu_ps(xp[i] + 8);
+      const __m256 x0 = LoadF32x8<kActBf16>(xp[i]), x1 = LoadF32x8<kActBf16>(xp[i] + 8);
       for (int j = 0; j < NR; ++j) {
         lo[i][j] = _mm256_fmadd_ps(x0, w0[j], lo[i][j]);
         hi[i][j] = _mm256_fmadd_ps(x1, w1[j], hi[i][j]);
@@ -153,10 +154,11 @@ void RunTiles(const DenseGemmCall& c, int64_t n_begin, int64_t n_end,
 
 constexpr TileFn kBf16[kTile][kTile] = {{TileBf16<1, 1>, TileBf16<1, 2>},
                                         {TileBf16<2, 1>, TileBf16<2, 2>}};
-constexpr TileFn kF32[kTile][kTile] = {{TileF32<false, 1, 1>, TileF32<false, 1, 2>},
-                                       {TileF32<false, 2, 1>, TileF32<false, 2, 2>}};
-constexpr TileFn kF32Bf16w[kTile][kTile] = {{TileF32<true, 1, 1>, TileF32<true, 1, 2>},
-                                            {TileF32<true, 2, 1>, TileF32<true, 2, 2>}};
+// fp32 tiles by (weight, activation) storage: fp32 or bf16 each.
+template <bool kWeightBf16, bool kActBf16>
+constexpr TileFn kF32[kTile][kTile] = {
+    {TileF32<kWeightBf16, kActBf16, 1, 1>, TileF32<kWeightBf16, kActBf16, 1, 2>},
+    {TileF32<kWeightBf16, kActBf16, 2, 1>, TileF32<kWeightBf16, kActBf16, 2, 2>}};
 
 }  // namespace
 
@@ -165,7 +167,16 @@ void GemmBf16RowsAvx2(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) {
 }
 
 void GemmF32RowsAvx2(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) {
-  RunTiles(c, n_begin, n_end, c.w_dtype == DType::kBF16 ? kF32Bf16w : kF32);
+  const bool w_bf16 = c.w_dtype == DType::kBF16, x_bf16 = c.x_dtype == DType::kBF16;
+  if (w_bf16 && x_bf16) {
+    RunTiles(c, n_begin, n_end, kF32<true, true>);
+  } else if (w_bf16) {
+    RunTiles(c, n_begin, n_end, kF32<true, false>);
+  } else if (x_bf16) {
+    RunTiles(c, n_begin, n_end, kF32<false, true>);
+  } else {
+    RunTiles(c, n_begin, n_end, kF32<false, false>);
+  }
 }
 
 }  // namespace deepinfer::kernels

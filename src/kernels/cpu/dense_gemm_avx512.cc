@@ -68,29 +68,29 @@ void TileBf16(const DenseGemmCall& c, int64_t m0, int64_t n0) {
   StoreTile<MR, NR>(c, m0, n0, acc);
 }
 
-// 16 weights of row `row` at k (mask: the valid lanes) widened to fp32.
-template <bool kWeightBf16>
-inline __m512 LoadW(const void* w, int64_t offset, __mmask16 mask) {
-  if constexpr (kWeightBf16) {
-    const __m256i b = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(w) + offset);
+// 16 elements at `offset` (mask: the valid lanes; the others read as +0) as fp32; bf16 elements
+// are widened exactly.
+template <bool kBf16>
+inline __m512 LoadF32(const void* p, int64_t offset, __mmask16 mask) {
+  if constexpr (kBf16) {
+    const __m256i b = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(p) + offset);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
   } else {
-    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(w) + offset);
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(p) + offset);
   }
 }
 
-template <bool kWeightBf16, int MR, int NR>
+template <bool kWeightBf16, bool kActBf16, int MR, int NR>
 void TileF32(const DenseGemmCall& c, int64_t m0, int64_t n0) {
-  const auto* x = static_cast<const float*>(c.x) + m0 * c.ldx;
   __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   for (int64_t k = 0; k < c.k; k += 16) {  // lane l = element k + l
     const __mmask16 mask = avx512::TailMask(c.k - k);
     __m512 wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = LoadW<kWeightBf16>(c.w, (n0 + j) * c.ldw + k, mask);
+    for (int j = 0; j < NR; ++j) wv[j] = LoadF32<kWeightBf16>(c.w, (n0 + j) * c.ldw + k, mask);
     for (int i = 0; i < MR; ++i) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + i * c.ldx + k);
+      const __m512 xv = LoadF32<kActBf16>(c.x, (m0 + i) * c.ldx + k, mask);
       for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
@@ -110,13 +110,13 @@ template <int MR, int NR>
 struct Bf16Tiles {
   static constexpr TileFn fn = TileBf16<MR, NR>;
 };
-template <int MR, int NR>
-struct F32Tiles {
-  static constexpr TileFn fn = TileF32<false, MR, NR>;
-};
-template <int MR, int NR>
-struct F32Bf16wTiles {
-  static constexpr TileFn fn = TileF32<true, MR, NR>;
+// fp32 tiles by (weight, activation) storage: fp32 or bf16 each.
+template <bool kWeightBf16, bool kActBf16>
+struct F32TilesOf {
+  template <int MR, int NR>
+  struct Tiles {
+    static constexpr TileFn fn = TileF32<kWeightBf16, kActBf16, MR, NR>;
+  };
 };
 
 // Weight tiles outer (kept in cache) over blocks of activation rows.
@@ -141,10 +141,15 @@ void GemmBf16RowsAvx512(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) 
 }
 
 void GemmF32RowsAvx512(const DenseGemmCall& c, int64_t n_begin, int64_t n_end) {
-  if (c.w_dtype == DType::kBF16) {
-    RunTiles(c, n_begin, n_end, kTable<F32Bf16wTiles>);
+  const bool w_bf16 = c.w_dtype == DType::kBF16, x_bf16 = c.x_dtype == DType::kBF16;
+  if (w_bf16 && x_bf16) {
+    RunTiles(c, n_begin, n_end, kTable<F32TilesOf<true, true>::Tiles>);
+  } else if (w_bf16) {
+    RunTiles(c, n_begin, n_end, kTable<F32TilesOf<true, false>::Tiles>);
+  } else if (x_bf16) {
+    RunTiles(c, n_begin, n_end, kTable<F32TilesOf<false, true>::Tiles>);
   } else {
-    RunTiles(c, n_begin, n_end, kTable<F32Tiles>);
+    RunTiles(c, n_begin, n_end, kTable<F32TilesOf<false, false>::Tiles>);
   }
 }
 

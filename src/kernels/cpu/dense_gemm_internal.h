@@ -19,7 +19,7 @@ struct DenseGemmCall {
   const void* w;  // [n][ldw] of w_dtype
   DType w_dtype;  // kBF16 or kF32
   int64_t n, k, ldw;
-  const void* x;  // [n_rows][ldx] of x_dtype (kBF16 for GemmBf16, kF32 for GemmF32)
+  const void* x;  // [n_rows][ldx] of x_dtype (kBF16 for GemmBf16; kF32 or kBF16 for GemmF32)
   DType x_dtype;
   int64_t n_rows, ldx;
   void* out;

@@ -2,7 +2,8 @@
 // confidence head in fp32):
 //   out[m][n] = Σ_k x[m][k] · W[n][k],  W [N, K] row-major stored as fp32 or as bf16 (widened
 //   exactly, so a bf16 checkpoint tensor that the module tree holds in fp32 needs no fp32 copy),
-//   x fp32 [M, K], out fp32 or bf16 (RNE).
+//   x [M, K] fp32, or bf16 widened exactly in registers (the hc mixes: the fp32 product of a bf16
+//   stream without an fp32 copy of it), out fp32 or bf16 (RNE).
 //
 // Reduction order (depends only on K): K is zero-padded to a multiple of 16. Sixteen lane
 // partials P[l] each run P = fma(x[k], w[k], P) over k ≡ l (mod 16) ascending, from +0 (IEEE
@@ -28,12 +29,19 @@ void GemmF32(const void* w, DType w_dtype, int64_t n, int64_t k, int64_t ldw, co
              int64_t n_rows, int64_t ldx, void* out, DType out_dtype, int64_t ldo,
              ThreadPool* pool);
 
+// x bf16: the same result as widening x to fp32 first and calling the overload above.
+void GemmF32(const void* w, DType w_dtype, int64_t n, int64_t k, int64_t ldw, const uint16_t* x,
+             int64_t n_rows, int64_t ldx, void* out, DType out_dtype, int64_t ldo,
+             ThreadPool* pool);
+
+// x_dtype: kF32 or kBF16.
 void GemmF32At(CpuLevel level, const void* w, DType w_dtype, int64_t n, int64_t k, int64_t ldw,
-               const float* x, int64_t n_rows, int64_t ldx, void* out, DType out_dtype, int64_t ldo,
-               ThreadPool* pool);
+               const void* x, DType x_dtype, int64_t n_rows, int64_t ldx, void* out,
+               DType out_dtype, int64_t ldo, ThreadPool* pool);
 
 // Scalar reference of the order above (single thread).
-void GemmF32Ref(const void* w, DType w_dtype, int64_t n, int64_t k, int64_t ldw, const float* x,
-                int64_t n_rows, int64_t ldx, void* out, DType out_dtype, int64_t ldo);
+void GemmF32Ref(const void* w, DType w_dtype, int64_t n, int64_t k, int64_t ldw, const void* x,
+                DType x_dtype, int64_t n_rows, int64_t ldx, void* out, DType out_dtype,
+                int64_t ldo);
 
 }  // namespace deepinfer::kernels

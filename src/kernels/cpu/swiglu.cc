@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "kernels/cpu/exp_f32.h"
 
 namespace deepinfer::kernels {
@@ -18,7 +19,7 @@ float SwiGluElement(float g, float u, float limit, const float* weight) {
   return h;
 }
 
-void SwiGlu(const SwiGluParams& p) {
+void SwiGluRef(const SwiGluParams& p) {
   for (int64_t r = 0; r < p.n_rows; ++r) {
     const uint16_t* g = p.gate + r * p.gate_stride;
     const uint16_t* u = p.up + r * p.up_stride;
@@ -27,6 +28,18 @@ void SwiGlu(const SwiGluParams& p) {
     for (int64_t i = 0; i < p.n; ++i) {
       o[i] = FloatToBf16(SwiGluElement(Bf16ToFloat(g[i]), Bf16ToFloat(u[i]), p.limit, w));
     }
+  }
+}
+
+}  // namespace deepinfer::kernels
+
+namespace deepinfer::kernels {
+
+void SwiGlu(const SwiGluParams& p) {
+  if (ActiveCpuLevel() == CpuLevel::kAvx512) {
+    SwiGluAvx512(p);
+  } else {
+    SwiGluRef(p);
   }
 }
 

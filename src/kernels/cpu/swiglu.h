@@ -25,7 +25,15 @@ struct SwiGluParams {
   float limit = 10.0f;  // swiglu_limit
 };
 
+// Picks the implementation for the active CPU level; every level gives the same bits.
 void SwiGlu(const SwiGluParams& p);
+
+// The scalar definition (SwiGluElement per element).
+void SwiGluRef(const SwiGluParams& p);
+
+// 16 elements per step, the same fp32 operations per lane (ExpF32x16). Requires AVX-512
+// (ActiveCpuLevel() == kAvx512).
+void SwiGluAvx512(const SwiGluParams& p);
 
 // One element (exposed for tests): the fp32 value before the bf16 rounding.
 float SwiGluElement(float gate, float up, float limit, const float* weight);

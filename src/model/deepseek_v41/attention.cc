@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "core/check.h"
@@ -141,6 +142,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   const int64_t win = c.window_size;
 
   ScopedPhase phase_all("attn");  // the whole attention; the phases below nest in it
+  std::optional<ScopedPhase> phase_qkv(std::in_place, "attn.qkv");
   // qr = q_norm(wq_a·x); q = wq_b·qr with RoPE on each head's tail.
   std::vector<uint16_t> qr(rows * ql);
   aw.wq_a.Apply(x, rows, dim, qr.data(), ql, pool);
@@ -152,14 +154,17 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   aw.wkv.Apply(x, rows, dim, kv.data(), hd, pool);
   kernels::RmsNormInPlace(aw.kv_norm, kv.data(), rows, hd, c.norm_eps);
   std::vector<float> cos_sin(static_cast<size_t>(rows) * rd);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* cs = cos_sin.data() + r * rd;
-    kernels::RopeCosSin(ctx->freqs(li).data(), rd / 2, ctx->positions[r], cs);
-    kernels::ApplyRope(q.data() + r * qw, heads, hd, static_cast<int>(hd), rd, cs, false);
-    kernels::ApplyRope(kv.data() + r * hd, 1, hd, static_cast<int>(hd), rd, cs, false);
-    kernels::Fp8QdqBlock32(kv.data() + r * hd, hd);
-  }
+  pool.ParallelFor(rows, 16, [&](int64_t r0, int64_t r1) {  // rows are independent
+    for (int64_t r = r0; r < r1; ++r) {
+      float* cs = cos_sin.data() + r * rd;
+      kernels::RopeCosSin(ctx->freqs(li).data(), rd / 2, ctx->positions[r], cs);
+      kernels::ApplyRope(q.data() + r * qw, heads, hd, static_cast<int>(hd), rd, cs, false);
+      kernels::ApplyRope(kv.data() + r * hd, 1, hd, static_cast<int>(hd), rd, cs, false);
+      kernels::Fp8QdqBlock32(kv.data() + r * hd, hd);
+    }
+  });
 
+  phase_qkv.reset();
   if (d.has_compressed_kv()) {
     ScopedPhase phase("attn.compressor+indexer");
     if (d.owns_compressor) {
@@ -192,10 +197,12 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
     }
   }
   // Remove the query rotation from the output's rotary lanes.
-  for (int64_t r = 0; r < rows; ++r) {
-    kernels::ApplyRope(o.data() + r * qw, heads, hd, static_cast<int>(hd), rd,
-                       cos_sin.data() + r * rd, true);
-  }
+  pool.ParallelFor(rows, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      kernels::ApplyRope(o.data() + r * qw, heads, hd, static_cast<int>(hd), rd,
+                         cos_sin.data() + r * rd, true);
+    }
+  });
   ScopedPhase phase_out("attn.out");
   // Grouped wo_a (block-diagonal, bf16), then wo_b.
   const int64_t groups = c.o_groups, gin = qw / groups, lora = c.o_lora_rank;

@@ -2,7 +2,6 @@
 
 #include <vector>
 
-#include "core/bf16.h"
 #include "core/phase_timer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_f32.h"
@@ -18,12 +17,9 @@ void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_
   const int64_t width = static_cast<int64_t>(hc) * c.dim;
   const int64_t n_mix = static_cast<int64_t>(2 + hc) * hc;
   ScopedPhase phase("hc.mixes");
-  std::vector<float> xf(rows * width);
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0 * width; i < r1 * width; ++i) xf[i] = Bf16ToFloat(x[i]);
-  });
+  // The fp32 product of the bf16 stream, widened in registers (no fp32 copy of the stream).
   std::vector<float> mixes(rows * n_mix);
-  kernels::GemmF32(w.fn, DType::kF32, n_mix, width, width, xf.data(), rows, width, mixes.data(),
+  kernels::GemmF32(w.fn, DType::kF32, n_mix, width, width, x, rows, width, mixes.data(),
                    DType::kF32, n_mix, &pool);
   kernels::HcMixParams params;
   params.hc = hc;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "core/bf16.h"
@@ -60,7 +61,8 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
   const int64_t n_exp = d.n_routed_experts, top = d.n_activated_experts;
   const float limit = static_cast<float>(c.swiglu_limit);
 
-  ScopedPhase phase("moe");
+  ScopedPhase phase("moe");  // the whole MoE; the phases below nest in it
+  std::optional<ScopedPhase> sub(std::in_place, "moe.router");
   // Router, fp32.
   // x.float() · gate.float()ᵀ: bf16 products are exact in fp32, so a bf16 GEMM with fp32
   // output computes the same sums.
@@ -97,6 +99,7 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
     }
   }
 
+  sub.emplace("moe.routed");  // quantization, gathers, expert GEMMs, SwiGLU
   // Activation quantized once for every expert that reads it.
   std::vector<uint16_t> xq(rows * dim);
   pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
@@ -160,7 +163,10 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
       jobs.push_back({mw.experts[e].w13->view(), xs.data() + s0 * dim, m, dim,
                       gu.data() + s0 * 2 * inter, DType::kBF16, 2 * inter});
     }
-    kernels::Mxfp4GemmMany(jobs, &pool);
+    {
+      ScopedPhase gemm("moe.routed.gemm");
+      kernels::Mxfp4GemmMany(jobs, &pool);
+    }
     swiglu(0, n_slots, /*quantize=*/true);
     jobs.clear();
     for (int64_t e = 0; e < n_exp; ++e) {
@@ -169,6 +175,7 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
       jobs.push_back({mw.experts[e].w2->view(), h.data() + s0 * inter, m, inter,
                       y.data() + s0 * dim, DType::kBF16, dim});
     }
+    ScopedPhase gemm("moe.routed.gemm");
     kernels::Mxfp4GemmMany(jobs, &pool);
   } else {
     for (int64_t e = 0; e < n_exp; ++e) {
@@ -200,6 +207,7 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
     }
   }
 
+  sub.emplace("moe.shared");
   // Shared expert (dense FP8, no routing weight).
   std::vector<uint16_t> g(rows * inter), u(rows * inter), hs(rows * inter), ys(rows * dim);
   const uint16_t* xin = mw.shared.w1.quantized() ? xq.data() : x;  // bf16 weights take x as is
@@ -210,6 +218,7 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
                hs.data() + r0 * inter);
   });
   mw.shared.w2.Apply(hs.data(), rows, inter, ys.data(), dim, pool);
+  sub.emplace("moe.sum");
   // Per row: the routed outputs summed in ascending expert order from +0, then the shared one.
   pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<int64_t> order(top);

@@ -1,6 +1,7 @@
 #include "model/deepseek_v41/engram.h"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "core/bf16.h"
@@ -22,7 +23,8 @@ void ApplyEngram(const ModelConfig& c, const EngramWeights& w, const int64_t* ha
   const int64_t dim = c.dim;
   const int64_t out_w = static_cast<int64_t>(hc + 1) * dim;
 
-  ScopedPhase phase("engram");
+  ScopedPhase phase("engram");  // the whole Engram; the phases below nest in it
+  std::optional<ScopedPhase> sub(std::in_place, "engram.gather");
   // Gather and dequantize the table rows.
   std::vector<uint16_t> emb(rows * in);
   for (int64_t i = 0; i < rows * cols; ++i) {
@@ -43,9 +45,11 @@ void ApplyEngram(const ModelConfig& c, const EngramWeights& w, const int64_t* ha
       }
     }
   });
+  sub.emplace("engram.wkv");
   std::vector<uint16_t> kv(rows * out_w);
   w.wkv.Apply(emb.data(), rows, in, kv.data(), out_w, pool);
 
+  sub.emplace("engram.gate");
   const float eps = static_cast<float>(c.norm_eps);
   const float inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));
   pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {

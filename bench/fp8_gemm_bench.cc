@@ -179,6 +179,9 @@ BENCHMARK(BM_Fp8Gemm)
     ->Args({64, 5120, 8192, 2})
     ->Args({128, 5120, 8192, 1})
     ->Args({128, 5120, 8192, 2})
+    ->Args({2048, 5120, 8192, 0})   // prefill: 2,048 rows, packed A beyond one row block
+    ->Args({2048, 8192, 5120, 0})   // wo_b at prefill
+    ->Args({2048, 6144, 25600, 0})  // Engram wkv at prefill
     ->UseManualTime()
     ->MinTime(1.0);
 

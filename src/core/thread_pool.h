@@ -8,6 +8,7 @@
 // rows/columns/experts, never a reduction).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -46,6 +47,25 @@ class ThreadPool {
     Run([&](int t) {
       auto [begin, end] = Partition(n, grain, t, n_threads_);
       if (begin < end) fn(begin, end);
+    });
+  }
+
+  // Threads take chunks of `chunk` items of [0, n) from a shared counter and call fn(begin, end)
+  // for each: for items of very different cost (causal rows). Which thread computes a chunk
+  // depends on timing, so fn's result for an item must not depend on the thread or on the other
+  // items of its chunk.
+  template <typename F>
+  void ParallelForDynamic(int64_t n, int64_t chunk, F&& fn) {
+    if (n_threads_ == 1 || n <= chunk) {
+      if (n > 0) fn(int64_t{0}, n);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    Run([&](int) {
+      for (int64_t b = next.fetch_add(chunk, std::memory_order_relaxed); b < n;
+           b = next.fetch_add(chunk, std::memory_order_relaxed)) {
+        fn(b, std::min(n, b + chunk));
+      }
     });
   }
 

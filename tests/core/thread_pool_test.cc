@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -46,6 +48,31 @@ TEST(ThreadPool, ParallelForVisitsEachIndexOnce) {
     for (int64_t i = b; i < e; ++i) ++seen[i];
   });
   for (int v : seen) EXPECT_EQ(v, 1);
+}
+
+// Chunks from the shared counter: every index once, chunk-aligned ranges, the tail chunk cut at n,
+// and both threads take part when the work is long enough.
+TEST(ThreadPool, ParallelForDynamicVisitsEachIndexOnceInChunks) {
+  ThreadPool pool(2);
+  for (int64_t n : {0, 5, 8, 9, 1001}) {
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    std::atomic<int> bad_range{0};
+    pool.ParallelForDynamic(n, 8, [&](int64_t b, int64_t e) {
+      if (b % 8 != 0 || e - b > 8 || (e - b < 8 && e != n) || b >= e) ++bad_range;
+      for (int64_t i = b; i < e; ++i) ++seen[static_cast<size_t>(i)];
+    });
+    EXPECT_EQ(bad_range.load(), 0) << n;
+    for (const auto& v : seen) EXPECT_EQ(v.load(), 1) << n;
+  }
+  // Slow items: the second thread takes some before the caller drains the counter.
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  pool.ParallelForDynamic(64, 1, [&](int64_t, int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::lock_guard<std::mutex> lock(mu);
+    ids.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(ids.size(), 2u);
 }
 
 TEST(ThreadPool, WakesAfterWorkersFellAsleep) {

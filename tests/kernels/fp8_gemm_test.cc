@@ -183,6 +183,25 @@ TEST(Fp8GemmTest, EveryPathMatchesReferenceBitExact) {
   }
 }
 
+// More rows than one row block of the packed A (avx512::kPanelRowBlockBytes: 54 tiles = 378 rows
+// at K = 8192): the panel GEMM's later blocks give the reference's bits, 1 and 2 threads.
+TEST(Fp8GemmTest, PanelGemmOverSeveralRowBlocks) {
+  if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
+  ThreadPool pool1(1), pool2(2);
+  const int64_t m = 400, n = 40, k = 8192;
+  const Weights wt = RandomWeights(n, k, 77);
+  const PackedFp8Matrix w = Pack(wt);
+  const std::vector<uint16_t> xq = Quantize(RandomActs(m, k, 78), m, k);
+  std::vector<float> ref(m * n);
+  Fp8GemmRefQuantized(xq.data(), m, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+  for (ThreadPool* pool : {&pool1, &pool2}) {
+    std::vector<float> f32;
+    std::vector<uint16_t> bf16;
+    RunPath(PathId::kAvx512Gemm, xq, m, w, *pool, &f32, &bf16);
+    ExpectBitExact(ref, f32, bf16, n, "avx512-gemm, several row blocks");
+  }
+}
+
 TEST(Fp8GemmTest, EveryFiniteCodeAndExtremeScales) {
   // Each of the 254 finite codes in every position class; scale codes over the whole ue8m0 range
   // (tiny scales give subnormal totals, which every path must round the same way).

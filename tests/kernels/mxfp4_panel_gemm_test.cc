@@ -98,6 +98,15 @@ TEST(Mxfp4PanelGemm, BitIdenticalToReferenceOverTails) {
   }
 }
 
+// More rows than one row block of the packed A (avx512::kPanelRowBlockBytes: 54 tiles = 378 rows
+// at K = 8192): the blocks after the first give the reference's bits, 1 and 2 threads.
+TEST(Mxfp4PanelGemm, SeveralRowBlocks) {
+  if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
+  ThreadPool pool2(2);
+  ExpectPanelGemmMatchesRef(17, 8192, 385, 8192, 17, 120, 130, nullptr, 201);
+  ExpectPanelGemmMatchesRef(17, 8192, 385, 8192, 17, 120, 130, &pool2, 203);
+}
+
 TEST(Mxfp4PanelGemm, StridedRowsAndExtremeScales) {
   if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
   ThreadPool pool2(2);

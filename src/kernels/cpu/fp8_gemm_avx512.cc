@@ -59,34 +59,38 @@ void PanelGemm(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matrix
     }
   });
   const int64_t units = (w.n + kNr - 1) / kNr;
-  // Units are handed out one at a time from a shared counter, not in fixed ranges: a core slowed
-  // by other work (on the shared host, per-core throughput swings by 10-20% over milliseconds) then
-  // takes fewer units instead of holding up the whole call. Each unit is still computed whole by
-  // one thread, so the bits do not depend on the assignment.
-  std::atomic<int64_t> next_unit{0};
   const DType dtype = out.dtype == OutDtype::kF32 ? DType::kF32 : DType::kBF16;
-  pool.Run([&](int) {
-    thread_local AlignedBuffer<uint32_t> bp;
-    bp.EnsureSize(static_cast<size_t>(pairs * kNr));
-    alignas(64) float scratch[kMr * kNr];
-    for (int64_t u = next_unit.fetch_add(1, std::memory_order_relaxed); u < units;
-         u = next_unit.fetch_add(1, std::memory_order_relaxed)) {
-      const int64_t p = u / 2;
-      const int h = static_cast<int>(u % 2);
-      ConvertHalfPanel(w, p, h, bp.data());
-      const int64_t n_valid = std::min<int64_t>(kNr, w.n - u * kNr);
-      // One weight scale per 32-row tile and K block: the same factor for all 32 columns.
-      const float* sc = w.PanelScales(p);
-      auto scales = [sc, h](int64_t b, __m512& s0, __m512& s1) {
-        s0 = s1 = _mm512_set1_ps(sc[b * 2 + h]);
-      };
-      for (int64_t t = 0; t < tiles; ++t) {
-        avx512::PanelTile(a + t * pairs * kMr, bp.data(), w.k_blocks(), scales, scratch);
-        avx512::StorePanelTile(scratch, std::min<int64_t>(kMr, m - t * kMr), n_valid, out.data,
-                               out.ld, t * kMr, u * kNr, dtype);
+  const int64_t block_tiles = avx512::PanelRowBlockTiles(pairs);
+  for (int64_t tb = 0; tb < tiles; tb += block_tiles) {
+    const int64_t te = std::min(tiles, tb + block_tiles);
+    // Units are handed out one at a time from a shared counter, not in fixed ranges: a core
+    // slowed by other work (on the shared host, per-core throughput swings by 10-20% over
+    // milliseconds) then takes fewer units instead of holding up the whole call. Each unit is
+    // still computed whole by one thread, so the bits do not depend on the assignment.
+    std::atomic<int64_t> next_unit{0};
+    pool.Run([&](int) {
+      thread_local AlignedBuffer<uint32_t> bp;
+      bp.EnsureSize(static_cast<size_t>(pairs * kNr));
+      alignas(64) float scratch[kMr * kNr];
+      for (int64_t u = next_unit.fetch_add(1, std::memory_order_relaxed); u < units;
+           u = next_unit.fetch_add(1, std::memory_order_relaxed)) {
+        const int64_t p = u / 2;
+        const int h = static_cast<int>(u % 2);
+        ConvertHalfPanel(w, p, h, bp.data());
+        const int64_t n_valid = std::min<int64_t>(kNr, w.n - u * kNr);
+        // One weight scale per 32-row tile and K block: the same factor for all 32 columns.
+        const float* sc = w.PanelScales(p);
+        auto scales = [sc, h](int64_t b, __m512& s0, __m512& s1) {
+          s0 = s1 = _mm512_set1_ps(sc[b * 2 + h]);
+        };
+        for (int64_t t = tb; t < te; ++t) {
+          avx512::PanelTile(a + t * pairs * kMr, bp.data(), w.k_blocks(), scales, scratch);
+          avx512::StorePanelTile(scratch, std::min<int64_t>(kMr, m - t * kMr), n_valid, out.data,
+                                 out.ld, t * kMr, u * kNr, dtype);
+        }
       }
-    }
-  });
+    });
+  }
 }
 
 }  // namespace

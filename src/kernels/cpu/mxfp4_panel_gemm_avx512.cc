@@ -104,6 +104,7 @@ void Mxfp4PanelGemmAvx512(const Mxfp4Call& c, ThreadPool* pool) {
   // Units come from a shared counter (a core slowed by other work takes fewer); each unit is
   // computed whole by one thread, so the assignment never changes a bit.
   std::atomic<int64_t> next_unit{0};
+  int64_t tb = 0, te = 0;  // the row block of A tiles being computed
   auto work = [&](int) {
     thread_local AlignedBuffer<uint32_t> bp;
     thread_local AlignedBuffer<float> sc;
@@ -122,7 +123,7 @@ void Mxfp4PanelGemmAvx512(const Mxfp4Call& c, ThreadPool* pool) {
         s0 = _mm512_load_ps(s + b * kNr);
         s1 = _mm512_load_ps(s + b * kNr + 16);
       };
-      for (int64_t t = 0; t < tiles; ++t) {
+      for (int64_t t = tb; t < te; ++t) {
         avx512::PanelTile(a + t * pairs * kMr, bp.data(), n_blocks, scales, scratch);
         avx512::StorePanelTile(scratch, std::min<int64_t>(kMr, c.n_rows - t * kMr), n_valid, c.out,
                                c.ldo, t * kMr, n0, c.out_dtype);
@@ -131,10 +132,18 @@ void Mxfp4PanelGemmAvx512(const Mxfp4Call& c, ThreadPool* pool) {
   };
   if (pool == nullptr) {
     pack(0, tiles);
-    work(0);
   } else {
     pool->ParallelFor(tiles, 1, pack);
-    pool->Run(work);
+  }
+  const int64_t block_tiles = avx512::PanelRowBlockTiles(pairs);
+  for (tb = 0; tb < tiles; tb += block_tiles) {
+    te = std::min(tiles, tb + block_tiles);
+    next_unit.store(0, std::memory_order_relaxed);
+    if (pool == nullptr) {
+      work(0);
+    } else {
+      pool->Run(work);
+    }
   }
 }
 

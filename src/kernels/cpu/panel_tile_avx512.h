@@ -31,6 +31,19 @@ inline constexpr int kPanelNr = 32;
 inline constexpr int kPanelABlockBytes = 16 * kPanelMr * 4;
 inline constexpr int kAPrefetchBytes = 6 * kPanelABlockBytes;
 
+// Row blocking of the panel GEMMs: every 32-column unit runs over all A tiles of a row block
+// before any unit starts the next block, so the packed A that the units re-read is one block
+// (kPanelRowBlockBytes, L3-resident with room for the B panels) instead of all of A. At 2,048
+// rows the packed A is 21 MB (K = 5120) to 34 MB (K = 8192), streamed from DRAM once per unit
+// without blocking. Blocking changes only the order in which tiles are computed, never a result.
+inline constexpr int64_t kPanelRowBlockBytes = int64_t{6} << 20;
+
+// A tiles per row block for K/2 = pairs (at least one).
+inline int64_t PanelRowBlockTiles(int64_t pairs) {
+  const int64_t tile_bytes = pairs * kPanelMr * 4;
+  return tile_bytes >= kPanelRowBlockBytes ? 1 : kPanelRowBlockBytes / tile_bytes;
+}
+
 // scratch[7][32] = the tile's fp32 totals over n_blocks K blocks.
 template <typename BlockScales>
 inline void PanelTile(const uint32_t* a, const uint32_t* bp, int64_t n_blocks,

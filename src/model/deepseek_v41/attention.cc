@@ -168,6 +168,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
   if (d.has_compressed_kv()) {
     ScopedPhase phase("attn.compressor+indexer");
     if (d.owns_compressor) {
+      ScopedPhase phase_c("attn.compressor");
       std::vector<int64_t> emitted;
       RunCompressor(*ctx, li, x, &emitted);
       if (d.has_indexer) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/phase_timer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/index_score.h"
@@ -68,13 +69,15 @@ void RunIndexer(BatchContext* ctx, int li, const uint16_t* x, const uint16_t* qr
   // Queries: RoPE at the row's position, FP4 QDQ.
   std::vector<uint16_t> q(rows * qw);
   iw.wq_b.Apply(qr, rows, c.q_lora_rank, q.data(), qw, *ctx->pool);
-  std::vector<float> cos_sin(rd);
-  for (int64_t r = 0; r < rows; ++r) {
-    kernels::RopeCosSin(ctx->freqs(li).data(), rd / 2, ctx->positions[r], cos_sin.data());
-    kernels::ApplyRope(q.data() + r * qw, heads, id, static_cast<int>(id), rd, cos_sin.data(),
-                       false);
-    kernels::Fp4QdqPow2Block32(q.data() + r * qw, qw);
-  }
+  ctx->pool->ParallelFor(rows, 16, [&](int64_t r0, int64_t r1) {  // rows are independent
+    std::vector<float> cos_sin(rd);
+    for (int64_t r = r0; r < r1; ++r) {
+      kernels::RopeCosSin(ctx->freqs(li).data(), rd / 2, ctx->positions[r], cos_sin.data());
+      kernels::ApplyRope(q.data() + r * qw, heads, id, static_cast<int>(id), rd, cos_sin.data(),
+                         false);
+      kernels::Fp4QdqPow2Block32(q.data() + r * qw, qw);
+    }
+  });
   // Head weights.
   std::vector<uint16_t> w(rows * heads);
   kernels::GemmBf16(iw.weights_proj.bf16(), heads, c.dim, c.dim, x, rows, c.dim, w.data(),
@@ -120,29 +123,36 @@ void RunIndexer(BatchContext* ctx, int li, const uint16_t* x, const uint16_t* qr
     p.n_rows = seg.n_rows;
     p.n_heads = static_cast<int>(heads);
     p.head_dim = static_cast<int>(id);
-    kernels::IndexScore(p, ctx->pool);
-
-    for (int64_t r = 0; r < seg.n_rows; ++r) {
-      const int64_t row = seg.row0 + r;
-      float* s = score.data() + r * max_visible;
-      const int64_t vis = visible[r];
-      if (d.candidate_role == CandidateRole::kSource) {
-        ctx->candidate_mask[row] =
-            CandidateMask(s, vis, c.candidate_block_size, c.candidate_topk_blocks);
-      } else if (d.candidate_role == CandidateRole::kConsumer) {
-        const std::vector<uint8_t>& mask = ctx->candidate_mask[row];
-        CHECK_EQ(static_cast<int64_t>(mask.size()), vis) << "candidate mask width";
-        for (int64_t t = 0; t < vis; ++t) {
-          if (!mask[t]) s[t] = -kInf;
-        }
-      }
-      const int64_t k = std::min<int64_t>(c.index_topk, vis);
-      std::vector<int32_t>& out = topk[row];
-      out.resize(k);
-      if (k == 0) continue;
-      kernels::TopK(s, vis, k, out.data(), nullptr);
-      kernels::SortIndicesAscending(out.data(), k);
+    {
+      ScopedPhase phase("attn.indexer.score");
+      kernels::IndexScore(p, ctx->pool);
     }
+    ScopedPhase phase("attn.indexer.topk");
+
+    // Rows are independent and their cost grows with `visible`: chunks from a shared counter.
+    ctx->pool->ParallelForDynamic(seg.n_rows, 8, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t row = seg.row0 + r;
+        float* s = score.data() + r * max_visible;
+        const int64_t vis = visible[r];
+        if (d.candidate_role == CandidateRole::kSource) {
+          ctx->candidate_mask[row] =
+              CandidateMask(s, vis, c.candidate_block_size, c.candidate_topk_blocks);
+        } else if (d.candidate_role == CandidateRole::kConsumer) {
+          const std::vector<uint8_t>& mask = ctx->candidate_mask[row];
+          CHECK_EQ(static_cast<int64_t>(mask.size()), vis) << "candidate mask width";
+          for (int64_t t = 0; t < vis; ++t) {
+            if (!mask[t]) s[t] = -kInf;
+          }
+        }
+        const int64_t k = std::min<int64_t>(c.index_topk, vis);
+        std::vector<int32_t>& out = topk[row];
+        out.resize(k);
+        if (k == 0) continue;
+        kernels::TopK(s, vis, k, out.data(), nullptr);
+        kernels::SortIndicesAscending(out.data(), k);
+      }
+    });
   }
 }
 

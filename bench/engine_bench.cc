@@ -49,6 +49,7 @@ void BM_EngineThroughput(benchmark::State& state) {
   const int n_requests = 16, prompt_len = 32, max_tokens = 32;
   const int64_t vocab = le->model->config().vocab_size;
   int64_t tokens = 0, steps = 0;
+  double step_s = 0, forward_s = 0, spec_s = 0;
   for (auto _ : state) {
     state.PauseTiming();
     engine::DeepSeekRunnerOptions ro;
@@ -95,12 +96,23 @@ void BM_EngineThroughput(benchmark::State& state) {
       state.SkipWithError("run failed");
       return;
     }
-    steps += (*engine)->stats().steps;
+    const engine::EngineStats st = (*engine)->stats();
+    steps += st.steps;
+    step_s += st.step_seconds;
+    forward_s += st.forward_seconds;
+    spec_s += st.spec_seconds;
   }
   state.counters["tokens_per_s"] =
       benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
   state.counters["steps_per_s"] =
       benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
+  // The engine's own accounting: the share of step time outside the forward call (scheduling,
+  // sampling, grammar masks and deliveries not hidden behind the forward), and forward ms per
+  // step. Comparable between configurations whose requests end at different lengths.
+  state.counters["sched_share_pct"] =
+      step_s > 0 ? 100.0 * (step_s - forward_s - spec_s) / step_s : 0;
+  state.counters["forward_ms_per_step"] =
+      steps > 0 ? 1e3 * forward_s / static_cast<double>(steps) : 0;
 }
 
 BENCHMARK(BM_EngineThroughput)

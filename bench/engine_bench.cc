@@ -109,8 +109,7 @@ void BM_EngineThroughput(benchmark::State& state) {
   // The engine's own accounting: the share of step time outside the forward call (scheduling,
   // sampling, grammar masks and deliveries not hidden behind the forward), and forward ms per
   // step. Comparable between configurations whose requests end at different lengths.
-  state.counters["sched_share_pct"] =
-      step_s > 0 ? 100.0 * (step_s - forward_s - spec_s) / step_s : 0;
+  state.counters["sched_share_pct"] = 100.0 * engine::SchedulingFraction(step_s, forward_s, spec_s);
   state.counters["forward_ms_per_step"] =
       steps > 0 ? 1e3 * forward_s / static_cast<double>(steps) : 0;
 }

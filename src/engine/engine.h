@@ -65,6 +65,13 @@ struct EngineStats {
   spec::SpecCounters spec;  // drafted / accepted counters and the acceptance-length histogram
 };
 
+// The engine's own share of its step time, (step - forward - spec) / step, from the seconds of
+// EngineStats (or their differences over a run); 0 when no step ran. Used by `deepinfer bench`,
+// bench-serve's server section (from /metrics) and engine_bench.
+inline double SchedulingFraction(double step_s, double forward_s, double spec_s) {
+  return step_s > 0 ? (step_s - forward_s - spec_s) / step_s : 0.0;
+}
+
 class Engine {
  public:
   // Sizes the page pool from options.kv_budget_bytes and initializes the runner's pages.

@@ -8,6 +8,7 @@
 
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"
+#include "engine/engine.h"
 #include "model/deepseek_v41/cost_model.h"
 #include "tools/bench_stats.h"
 
@@ -353,8 +354,7 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   j["forward_s"] = forward_s;
   j["spec_s"] = spec_s;
   // The engine's own share of its step time (scheduling, sampling, undelivered outputs).
-  j["scheduling_fraction"] =
-      engine_step_s > 0 ? (engine_step_s - forward_s - spec_s) / engine_step_s : 0.0;
+  j["scheduling_fraction"] = engine::SchedulingFraction(engine_step_s, forward_s, spec_s);
   j["load_avg_1m"] = load_avg_1m;
   return j;
 }

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "engine/engine.h"
+
 namespace deepinfer::tools {
 namespace {
 
@@ -52,7 +54,7 @@ nlohmann::ordered_json ServerOverheadJson(const ServerCounters& before, const Se
   const double spec = after.spec_s - before.spec_s;
   const double http = after.http_cpu_s - before.http_cpu_s;
   const double process = after.process_cpu_s - before.process_cpu_s;
-  const double scheduling = Ratio(step - forward - spec, step);
+  const double scheduling = engine::SchedulingFraction(step, forward, spec);
   const double http_share = Ratio(http, process);
   nlohmann::ordered_json j;
   j["engine_step_s"] = step;

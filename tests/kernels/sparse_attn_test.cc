@@ -110,8 +110,20 @@ TEST(SparseAttnTest, AllMaskedRowGivesZeros) {
   for (int i = 0; i < c.heads * c.dim; ++i) ASSERT_EQ(c.out[i], 0) << i;
 }
 
-TEST(SparseAttnTest, Avx512BitIdenticalToReference) {
-  if (ActiveCpuLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512";
+// The vector paths this CPU can run, each to be bit-identical to SparseAttnRef.
+struct VectorPath {
+  const char* name;
+  void (*run)(const SparseAttnParams&, ThreadPool*);
+};
+std::vector<VectorPath> VectorPaths() {
+  std::vector<VectorPath> paths;
+  if (ActiveCpuLevel() >= CpuLevel::kAvx2) paths.push_back({"avx2", SparseAttnAvx2});
+  if (ActiveCpuLevel() == CpuLevel::kAvx512) paths.push_back({"avx512", SparseAttnAvx512});
+  return paths;
+}
+
+TEST(SparseAttnTest, VectorPathsBitIdenticalToReference) {
+  if (VectorPaths().empty()) GTEST_SKIP() << "no AVX2";
   ThreadPool pool(2);
   struct Shape {
     int64_t rows, n_kv, n_idx;
@@ -126,9 +138,12 @@ TEST(SparseAttnTest, Avx512BitIdenticalToReference) {
                       static_cast<uint32_t>(s.n_idx));
     SparseAttnRef(Params(c));
     const std::vector<uint16_t> ref = c.out;
-    c.out.assign(c.out.size(), 0xFFFF);
-    SparseAttnAvx512(Params(c), &pool);
-    ASSERT_EQ(ref, c.out) << "heads " << s.heads << " dim " << s.dim << " n_idx " << s.n_idx;
+    for (const VectorPath& path : VectorPaths()) {
+      c.out.assign(c.out.size(), 0xFFFF);
+      path.run(Params(c), &pool);
+      ASSERT_EQ(ref, c.out) << path.name << " heads " << s.heads << " dim " << s.dim << " n_idx "
+                            << s.n_idx;
+    }
   }
 }
 
@@ -136,8 +151,8 @@ TEST(SparseAttnTest, Avx512BitIdenticalToReference) {
 // rows whose live part ends inside a block, on a block edge, or leaves whole blocks masked, one
 // row with holes, one with nothing; several rows so that the many-row tiles (64 and 32 heads per
 // work item) run. Large q scales make tiny probabilities, whose products flush to signed zeros.
-TEST(SparseAttnTest, Avx512PrefillListsBitIdenticalToReference) {
-  if (ActiveCpuLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512";
+TEST(SparseAttnTest, VectorPathsPrefillListsBitIdenticalToReference) {
+  if (VectorPaths().empty()) GTEST_SKIP() << "no AVX2";
   ThreadPool pool(2);
   struct Shape {
     int heads, dim;
@@ -154,9 +169,11 @@ TEST(SparseAttnTest, Avx512PrefillListsBitIdenticalToReference) {
     for (int64_t j = 10; j < 80; j += 3) c.idx[6 * n_idx + j] = -1;  // holes in row 6
     SparseAttnRef(Params(c));
     const std::vector<uint16_t> ref = c.out;
-    c.out.assign(c.out.size(), 0xFFFF);
-    SparseAttnAvx512(Params(c), &pool);
-    ASSERT_EQ(ref, c.out) << "heads " << s.heads << " dim " << s.dim;
+    for (const VectorPath& path : VectorPaths()) {
+      c.out.assign(c.out.size(), 0xFFFF);
+      path.run(Params(c), &pool);
+      ASSERT_EQ(ref, c.out) << path.name << " heads " << s.heads << " dim " << s.dim;
+    }
   }
 }
 

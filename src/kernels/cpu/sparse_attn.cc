@@ -104,6 +104,8 @@ void SparseAttnRef(const SparseAttnParams& p) {
 void SparseAttn(const SparseAttnParams& p, ThreadPool* pool) {
   if (ActiveCpuLevel() == CpuLevel::kAvx512 && p.head_dim % 32 == 0) {
     SparseAttnAvx512(p, pool ? pool : &ThreadPool::Default());
+  } else if (ActiveCpuLevel() >= CpuLevel::kAvx2 && p.head_dim % 8 == 0) {
+    SparseAttnAvx2(p, pool ? pool : &ThreadPool::Default());
   } else {
     SparseAttnRef(p);
   }

@@ -48,11 +48,13 @@ struct SparseAttnParams {
   int64_t out_row_stride = 0;
   int64_t n_rows = 0;
   int n_heads = 0;
-  int head_dim = 0;  // even; the AVX-512 path needs a multiple of 32
+  int head_dim = 0;  // even; the AVX-512 path needs a multiple of 32, the AVX2 path of 8
 };
 
 void SparseAttnRef(const SparseAttnParams& p);
 void SparseAttnAvx512(const SparseAttnParams& p, ThreadPool* pool);
+// AVX2 + FMA (sparse_attn_avx2.cc); head_dim a multiple of 8.
+void SparseAttnAvx2(const SparseAttnParams& p, ThreadPool* pool);
 // Dispatch on ActiveCpuLevel() (and head_dim); pool null = ThreadPool::Default().
 void SparseAttn(const SparseAttnParams& p, ThreadPool* pool = nullptr);
 

@@ -231,7 +231,8 @@ void AttendItem(const SparseAttnParams& p, int64_t r, int h0, int nh, Scratch& s
       __m512 block_max = neg_inf;
       for (int j = 0; j < nv; ++j) {
         if (idx[b0 + j] < 0) _mm512_store_ps(sc.s + j * L + g * 16, neg_inf);
-        block_max = _mm512_max_ps(block_max, _mm512_load_ps(sc.s + j * L + g * 16));
+        // A NaN score keeps block_max, as fmax does in the reference.
+        block_max = _mm512_max_ps(_mm512_load_ps(sc.s + j * L + g * 16), block_max);
       }
       m_new[g] = _mm512_max_ps(m[g], block_max);
       alpha[g] = ExpF32x16(_mm512_sub_ps(m[g], m_new[g]));

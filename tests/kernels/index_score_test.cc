@@ -96,8 +96,15 @@ TEST(IndexScoreTest, ScaleIndexWeights) {
   EXPECT_EQ(Bf16ToFloat(out[1]), -0.5f / 64);
 }
 
-TEST(IndexScoreTest, Avx512BitIdenticalToReference) {
-  if (ActiveCpuLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512";
+TEST(IndexScoreTest, VectorPathsBitIdenticalToReference) {
+  struct Path {
+    const char* name;
+    void (*run)(const IndexScoreParams&, ThreadPool*);
+  };
+  std::vector<Path> paths;
+  if (ActiveCpuLevel() >= CpuLevel::kAvx2) paths.push_back({"avx2", IndexScoreAvx2});
+  if (ActiveCpuLevel() == CpuLevel::kAvx512) paths.push_back({"avx512", IndexScoreAvx512});
+  if (paths.empty()) GTEST_SKIP() << "no AVX2";
   ThreadPool pool(2);
   struct Shape {
     int64_t rows, keys;
@@ -107,13 +114,16 @@ TEST(IndexScoreTest, Avx512BitIdenticalToReference) {
        {Shape{1, 1100, 32, 128}, Shape{5, 77, 4, 64}, Shape{3, 30, 20, 96}, Shape{2, 13, 16, 32}}) {
     Case c = MakeCase(s.rows, s.keys, s.heads, s.dim, static_cast<uint32_t>(s.keys));
     for (bool vis : {false, true}) {
-      std::vector<float> ref, vec;
+      std::vector<float> ref;
       IndexScoreRef(Params(c, ref, vis));
-      IndexScoreAvx512(Params(c, vec, vis), &pool);
-      ASSERT_EQ(ref.size(), vec.size());
-      for (size_t i = 0; i < ref.size(); ++i)
-        ASSERT_EQ(std::bit_cast<uint32_t>(ref[i]), std::bit_cast<uint32_t>(vec[i]))
-            << "heads " << s.heads << " dim " << s.dim << " at " << i;
+      for (const Path& path : paths) {
+        std::vector<float> vec;
+        path.run(Params(c, vec, vis), &pool);
+        ASSERT_EQ(ref.size(), vec.size());
+        for (size_t i = 0; i < ref.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(ref[i]), std::bit_cast<uint32_t>(vec[i]))
+              << path.name << " heads " << s.heads << " dim " << s.dim << " at " << i;
+      }
     }
   }
 }

@@ -49,6 +49,8 @@ void IndexScoreRef(const IndexScoreParams& p) {
 void IndexScore(const IndexScoreParams& p, ThreadPool* pool) {
   if (ActiveCpuLevel() == CpuLevel::kAvx512) {
     IndexScoreAvx512(p, pool ? pool : &ThreadPool::Default());
+  } else if (ActiveCpuLevel() >= CpuLevel::kAvx2 && p.head_dim % 8 == 0) {
+    IndexScoreAvx2(p, pool ? pool : &ThreadPool::Default());
   } else {
     IndexScoreRef(p);
   }

@@ -53,6 +53,8 @@ void IndexScoreRef(const IndexScoreParams& p);
 // AVX-512 path, bit-identical to IndexScoreRef (needs head_dim % 2 == 0). Threads split rows and
 // key ranges, never a reduction.
 void IndexScoreAvx512(const IndexScoreParams& p, ThreadPool* pool);
+// AVX2 + FMA path, bit-identical to IndexScoreRef (needs head_dim % 8 == 0).
+void IndexScoreAvx2(const IndexScoreParams& p, ThreadPool* pool);
 // Dispatch on ActiveCpuLevel(); pool null = ThreadPool::Default().
 void IndexScore(const IndexScoreParams& p, ThreadPool* pool = nullptr);
 

@@ -64,16 +64,19 @@ TEST(SwiGluTest, RowsWithRoutingWeightMatchDouble) {
   EXPECT_GT(clamped, 100);  // the data does exercise the clamps
 }
 
-// The AVX-512 kernel gives SwiGluRef's bits: clamp edges (exactly ±limit, beyond it, NaN, ±inf),
+// The vector kernels give SwiGluRef's bits: clamp edges (exactly ±limit, beyond it, NaN, ±inf),
 // signed zeros, subnormals, row strides, K tails, with and without routing weights and clamps.
-TEST(SwiGluTest, Avx512BitIdenticalToReference) {
-  if (GetCpuFeatures().BestLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512 here";
+TEST(SwiGluTest, VectorPathsBitIdenticalToReference) {
+  std::vector<std::pair<const char*, void (*)(const SwiGluParams&)>> paths;
+  if (GetCpuFeatures().BestLevel() >= CpuLevel::kAvx2) paths.push_back({"avx2", SwiGluAvx2});
+  if (GetCpuFeatures().BestLevel() == CpuLevel::kAvx512) paths.push_back({"avx512", SwiGluAvx512});
+  if (paths.empty()) GTEST_SKIP() << "no AVX2 here";
   std::mt19937 rng(9);
   std::normal_distribution<float> dist(0.0f, 8.0f);
   const float specials[] = {10.0f,  -10.0f,  10.000001f, -10.000001f, 0.0f, -0.0f,
                             1e-40f, -1e-40f, INFINITY,   -INFINITY,   NAN,  -NAN,
                             88.0f,  -88.0f,  105.0f,     -105.0f};
-  for (int64_t n : {1, 15, 16, 17, 2304}) {
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 2304}) {
     const int64_t rows = 5, stride = n + 7;
     std::vector<uint16_t> g(rows * stride), u(rows * stride);
     for (size_t i = 0; i < g.size(); ++i) {
@@ -95,10 +98,13 @@ TEST(SwiGluTest, Avx512BitIdenticalToReference) {
         std::vector<uint16_t> want(rows * (n + 1), 0xABCD), got(rows * (n + 1), 0xABCD);
         p.out = want.data();
         SwiGluRef(p);
-        p.out = got.data();
-        SwiGluAvx512(p);
-        ASSERT_EQ(got, want) << "n " << n << " limit " << limit << " weight "
-                             << (weight != nullptr);
+        for (const auto& [name, run] : paths) {
+          std::fill(got.begin(), got.end(), 0xABCD);
+          p.out = got.data();
+          run(p);
+          ASSERT_EQ(got, want) << name << " n " << n << " limit " << limit << " weight "
+                               << (weight != nullptr);
+        }
       }
     }
   }

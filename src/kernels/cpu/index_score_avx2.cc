@@ -15,6 +15,7 @@
 #include "core/bf16.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/bf16_avx2.h"
 #include "kernels/cpu/index_score.h"
 
 // Keep every mul and add a separate rounding, as in the scalar reference (GCC contracts by
@@ -56,18 +57,6 @@ void PackRow(const IndexScoreParams& p, int64_t r, RowPack* pack) {
   }
 }
 
-inline __m256 RoundToBf16x8(__m256 f) {
-  const __m256i u = _mm256_castps_si256(f);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
-  const __m256i rounded = _mm256_and_si256(
-      _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), hi_mask);
-  const __m256i quiet =
-      _mm256_or_si256(_mm256_and_si256(u, hi_mask), _mm256_set1_epi32(0x00400000));
-  const __m256 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
-  return _mm256_blendv_ps(_mm256_castsi256_ps(rounded), _mm256_castsi256_ps(quiet), nan);
-}
-
 // dots[j][v] for KT keys (already widened in pack.kf) and head vector v.
 template <int KT>
 inline void DotTile(const RowPack& pack, int v, float* dots) {
@@ -100,11 +89,7 @@ void ScoreTile(RowPack& pack, const uint16_t* const* keys, float* out) {
   const int d = pack.dim;
   for (int j = 0; j < KT; ++j) {
     float* dst = pack.kf.data() + j * d;
-    for (int c = 0; c < d; c += 8) {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(keys[j] + c));
-      _mm256_storeu_ps(dst + c,
-                       _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
-    }
+    for (int c = 0; c < d; c += 8) _mm256_storeu_ps(dst + c, LoadBf16x8(keys[j] + c));
   }
   float* dots = pack.dots.data();
   const unsigned csr = _mm_getcsr();

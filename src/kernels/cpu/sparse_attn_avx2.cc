@@ -29,6 +29,7 @@
 #include "core/bf16.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/bf16_avx2.h"
 #include "kernels/cpu/exp_f32_avx2.h"
 #include "kernels/cpu/sparse_attn.h"
 
@@ -58,19 +59,6 @@ struct F32Buf {
 struct Scratch {
   F32Buf qf, kvf, s, pf, bs, ot;
 };
-
-// Round each lane to bf16 as FloatToBf16 does (RNE, NaN -> quiet), result widened back to fp32.
-inline __m256 RoundToBf16x8(__m256 f) {
-  const __m256i u = _mm256_castps_si256(f);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
-  const __m256i rounded = _mm256_and_si256(
-      _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), hi_mask);
-  const __m256i quiet =
-      _mm256_or_si256(_mm256_and_si256(u, hi_mask), _mm256_set1_epi32(0x00400000));
-  const __m256 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
-  return _mm256_blendv_ps(_mm256_castsi256_ps(rounded), _mm256_castsi256_ps(quiet), nan);
-}
 
 // Raw dots s[e][L] (lanes g0*8 .. (g0+GT)*8) of NE entries, c in pair order.
 template <int GT, int NE>
@@ -152,10 +140,7 @@ inline void PvTile(const float* pf, int L, const float* kvf, int d, int n_entrie
 
 // bf16 row -> fp32 row (d a multiple of 8).
 inline void WidenRow(const uint16_t* src, int d, float* dst) {
-  for (int c = 0; c < d; c += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c));
-    _mm256_store_ps(dst + c, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
-  }
+  for (int c = 0; c < d; c += 8) _mm256_store_ps(dst + c, LoadBf16x8(src + c));
 }
 
 // Row r, heads h0 .. h0 + nh (nh <= 8 G; the missing lanes compute on zeros and are not stored).

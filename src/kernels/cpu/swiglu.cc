@@ -38,6 +38,8 @@ namespace deepinfer::kernels {
 void SwiGlu(const SwiGluParams& p) {
   if (ActiveCpuLevel() == CpuLevel::kAvx512) {
     SwiGluAvx512(p);
+  } else if (ActiveCpuLevel() == CpuLevel::kAvx2) {
+    SwiGluAvx2(p);
   } else {
     SwiGluRef(p);
   }

@@ -35,6 +35,9 @@ void SwiGluRef(const SwiGluParams& p);
 // (ActiveCpuLevel() == kAvx512).
 void SwiGluAvx512(const SwiGluParams& p);
 
+// 8 elements per step, the same per-lane operations (ExpF32x8). Requires AVX2 + FMA.
+void SwiGluAvx2(const SwiGluParams& p);
+
 // One element (exposed for tests): the fp32 value before the bf16 rounding.
 float SwiGluElement(float gate, float up, float limit, const float* weight);
 

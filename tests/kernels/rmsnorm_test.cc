@@ -69,6 +69,19 @@ TEST(RmsNormTest, Avx512BitIdenticalToReference) {
   }
 }
 
+TEST(RmsNormTest, Avx2BitIdenticalToReference) {
+  if (ActiveCpuLevel() < CpuLevel::kAvx2) GTEST_SKIP() << "no AVX2";
+  for (int64_t dim : {1, 15, 16, 64, 100, 448, 512, 1280, 5120, 5121}) {
+    const int64_t rows = 5;
+    auto x = RandomBf16(rows * dim, static_cast<uint32_t>(dim), 1.5f);
+    auto w = RandomBf16(dim, static_cast<uint32_t>(dim + 7), 0.5f);
+    std::vector<uint16_t> y_ref(rows * dim), y_vec(rows * dim);
+    RmsNormRef(Params(x, w, y_ref, rows, dim));
+    RmsNormAvx2(Params(x, w, y_vec, rows, dim));
+    EXPECT_EQ(y_ref, y_vec) << "dim " << dim;
+  }
+}
+
 TEST(RmsNormTest, RowResultIndependentOfBatch) {
   const int64_t rows = 7, dim = 5120;
   auto x = RandomBf16(rows * dim, 11, 1.0f);

@@ -44,6 +44,8 @@ void HcCollapseRows(const HcStreamShape& s, const uint16_t* x, const float* pre,
                     uint16_t* y) {
   if (ActiveCpuLevel() == CpuLevel::kAvx512) {
     HcCollapseRowsAvx512(s, x, pre, rows, y);
+  } else if (ActiveCpuLevel() == CpuLevel::kAvx2) {
+    HcCollapseRowsAvx2(s, x, pre, rows, y);
   } else {
     HcCollapseRowsRef(s, x, pre, rows, y);
   }
@@ -53,6 +55,8 @@ void HcPostRows(const HcStreamShape& s, const uint16_t* y, const uint16_t* x, co
                 const float* comb, int64_t rows, uint16_t* out) {
   if (ActiveCpuLevel() == CpuLevel::kAvx512) {
     HcPostRowsAvx512(s, y, x, post, comb, rows, out);
+  } else if (ActiveCpuLevel() == CpuLevel::kAvx2) {
+    HcPostRowsAvx2(s, y, x, post, comb, rows, out);
   } else {
     HcPostRowsRef(s, y, x, post, comb, rows, out);
   }

@@ -6,8 +6,8 @@
 //                                                       + ...))                 (j ascending)
 //
 // Every product and sum is a separate fp32 rounding (no fma), in the order written; the AVX-512
-// path evaluates exactly these operations per element, 16 columns at a time, so both paths give
-// the same bits for every input. Single-threaded: callers split rows.
+// and AVX2 paths evaluate exactly these operations per element, 16 / 8 columns at a time, so both
+// paths give the same bits for every input. Single-threaded: callers split rows.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,8 @@ void HcCollapseRowsRef(const HcStreamShape& s, const uint16_t* x, const float* p
                        uint16_t* y);
 void HcCollapseRowsAvx512(const HcStreamShape& s, const uint16_t* x, const float* pre, int64_t rows,
                           uint16_t* y);
+void HcCollapseRowsAvx2(const HcStreamShape& s, const uint16_t* x, const float* pre, int64_t rows,
+                        uint16_t* y);
 void HcCollapseRows(const HcStreamShape& s, const uint16_t* x, const float* pre, int64_t rows,
                     uint16_t* y);  // dispatches on ActiveCpuLevel()
 
@@ -33,6 +35,8 @@ void HcPostRowsRef(const HcStreamShape& s, const uint16_t* y, const uint16_t* x,
                    const float* comb, int64_t rows, uint16_t* out);
 void HcPostRowsAvx512(const HcStreamShape& s, const uint16_t* y, const uint16_t* x,
                       const float* post, const float* comb, int64_t rows, uint16_t* out);
+void HcPostRowsAvx2(const HcStreamShape& s, const uint16_t* y, const uint16_t* x, const float* post,
+                    const float* comb, int64_t rows, uint16_t* out);
 void HcPostRows(const HcStreamShape& s, const uint16_t* y, const uint16_t* x, const float* post,
                 const float* comb, int64_t rows, uint16_t* out);  // dispatches
 

@@ -22,8 +22,14 @@ float RmsNormFactorRef(const uint16_t* x, int64_t dim, float eps) {
 }
 
 float RmsNormFactor(const uint16_t* x, int64_t dim, float eps) {
-  return ActiveCpuLevel() == CpuLevel::kAvx512 ? RmsNormFactorAvx512(x, dim, eps)
-                                               : RmsNormFactorRef(x, dim, eps);
+  switch (ActiveCpuLevel()) {
+    case CpuLevel::kAvx512:
+      return RmsNormFactorAvx512(x, dim, eps);
+    case CpuLevel::kAvx2:
+      return RmsNormFactorAvx2(x, dim, eps);
+    default:
+      return RmsNormFactorRef(x, dim, eps);
+  }
 }
 
 void RmsNormRef(const RmsNormParams& p) {
@@ -41,6 +47,8 @@ void RmsNormRef(const RmsNormParams& p) {
 void RmsNorm(const RmsNormParams& p) {
   if (ActiveCpuLevel() == CpuLevel::kAvx512) {
     RmsNormAvx512(p);
+  } else if (ActiveCpuLevel() == CpuLevel::kAvx2) {
+    RmsNormAvx2(p);
   } else {
     RmsNormRef(p);
   }

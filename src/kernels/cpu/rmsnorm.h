@@ -28,6 +28,8 @@ struct RmsNormParams {
 void RmsNormRef(const RmsNormParams& p);
 // AVX-512 path; bit-identical to RmsNormRef. Only call when ActiveCpuLevel() == kAvx512.
 void RmsNormAvx512(const RmsNormParams& p);
+// AVX2 path; bit-identical to RmsNormRef. Only call when ActiveCpuLevel() >= kAvx2.
+void RmsNormAvx2(const RmsNormParams& p);
 // Dispatches on ActiveCpuLevel(). Single-threaded: norms are cheap, fuse or split rows outside.
 void RmsNorm(const RmsNormParams& p);
 
@@ -38,8 +40,10 @@ void RmsNormInPlace(const uint16_t* weight, uint16_t* rows, int64_t n_rows, int6
 // The fp32 factor 1/sqrt(mean(x^2) + eps) of one row, in the order above (exposed for tests and
 // for callers that fuse the normalisation elsewhere).
 float RmsNormFactorRef(const uint16_t* x, int64_t dim, float eps);
-// The same factor, same bits: AVX-512 (only when ActiveCpuLevel() == kAvx512) and the dispatch.
+// The same factor, same bits: AVX-512 (only when ActiveCpuLevel() == kAvx512), AVX2 and the
+// dispatch.
 float RmsNormFactorAvx512(const uint16_t* x, int64_t dim, float eps);
+float RmsNormFactorAvx2(const uint16_t* x, int64_t dim, float eps);
 float RmsNormFactor(const uint16_t* x, int64_t dim, float eps);
 
 }  // namespace deepinfer::kernels

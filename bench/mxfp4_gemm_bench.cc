@@ -80,8 +80,14 @@ void RunGemvM(benchmark::State& state, int64_t n, int64_t k, int64_t m, bool pan
     const PackedMxfp4View& v = w.copies[next++ % w.copies.size()].view();
     const double t0 = bench::NowSeconds();
     if (panel) {
-      Mxfp4PanelGemmAvx512(Mxfp4Call{v, xq.data(), m, k, nullptr, out.data(), DType::kBF16, n},
-                           &pool);
+      const Mxfp4Call call{v, xq.data(), m, k, nullptr, out.data(), DType::kBF16, n};
+      if (ActiveCpuLevel() == CpuLevel::kAvx512) {
+        Mxfp4PanelGemmAvx512(call, &pool);
+      } else if (ActiveCpuLevel() == CpuLevel::kAvx2) {
+        Mxfp4PanelGemmAvx2(call, &pool);
+      } else {
+        Mxfp4Gemm(v, xq.data(), m, k, out.data(), DType::kBF16, n, &pool);
+      }
     } else {
       Mxfp4Gemm(v, xq.data(), m, k, out.data(), DType::kBF16, n, &pool);
     }
@@ -112,9 +118,9 @@ BENCHMARK(BM_Mxfp4GemvM_W13)
     ->Arg(24);
 BENCHMARK(BM_Mxfp4GemvM_W2)->UseManualTime()->Iterations(50)->Arg(8);
 
-// Prefill: the panel GEMM called directly (Mxfp4Gemm picks it from kMxfp4PanelGemmMinRows rows on;
-// ~768 rows per expert for 2048 tokens top-6 of 16), against the vdpbf16ps peak measured in the
-// same program.
+// Prefill: the panel GEMM of the active level (AVX-512 or AVX2) called directly (Mxfp4Gemm picks
+// it from Mxfp4PanelGemmMinRows(level) rows on; ~768 rows per expert for 2048 tokens top-6 of 16),
+// against the peak measured in the same program (vdpbf16ps, or the fp32 FMA peak on AVX2 hosts).
 void RunPanelGemm(benchmark::State& state, int64_t n, int64_t k, int64_t m) {
   RunGemvM(state, n, k, m, /*panel=*/true);
   static const double peak = bench::MeasureBf16PeakGflops();
@@ -125,12 +131,28 @@ void BM_Mxfp4PanelGemm_W2(benchmark::State& s) { RunPanelGemm(s, 5120, 2304, s.r
 BENCHMARK(BM_Mxfp4PanelGemm_W13)
     ->UseManualTime()
     ->Iterations(10)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(12)
     ->Arg(16)
     ->Arg(24)
     ->Arg(32)
     ->Arg(128)
     ->Arg(768);
 BENCHMARK(BM_Mxfp4PanelGemm_W2)->UseManualTime()->Iterations(10)->Arg(768);
+// Whole-prefill expert batches (512 and 2,048 rows); few iterations: ~2 s per call on AVX2.
+BENCHMARK(BM_Mxfp4PanelGemm_W13)
+    ->Name("BM_Mxfp4PanelGemm_W13_Large")
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Arg(512)
+    ->Arg(2048);
+BENCHMARK(BM_Mxfp4PanelGemm_W2)
+    ->Name("BM_Mxfp4PanelGemm_W2_Large")
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Arg(512)
+    ->Arg(2048);
 
 }  // namespace
 }  // namespace deepinfer::kernels

@@ -98,7 +98,7 @@ void Mxfp4GemmMany(std::span<const Mxfp4Job> jobs, ThreadPool* pool) {
   size_t packed_words = 0;
   for (const Mxfp4Job& j : jobs) {
     if (j.n_rows <= 0 || j.w.n <= 0) continue;
-    if (j.n_rows >= kMxfp4PanelGemmMinRows) {
+    if (j.n_rows >= Mxfp4PanelGemmMinRows(level)) {
       Mxfp4GemmAt(level, j.w, j.xq, j.n_rows, j.ldx, j.out, j.out_dtype, j.ldo, pool);
       continue;
     }
@@ -140,6 +140,10 @@ void Mxfp4GemmAt(CpuLevel level, const PackedMxfp4View& w, const uint16_t* xq, i
   Mxfp4Call call{w, xq, n_rows, ldx, nullptr, out, out_dtype, ldo};
   if (level == CpuLevel::kAvx512 && n_rows >= kMxfp4PanelGemmMinRows) {
     Mxfp4PanelGemmAvx512(call, pool);
+    return;
+  }
+  if (level == CpuLevel::kAvx2 && n_rows >= kMxfp4Avx2PanelGemmMinRows) {
+    Mxfp4PanelGemmAvx2(call, pool);
     return;
   }
   // GEMV-M reads activation k-pairs as [chunk][pair][rows of the chunk]; thread_local so that

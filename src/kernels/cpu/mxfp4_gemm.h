@@ -104,7 +104,7 @@ void Mxfp4Gemm(const PackedMxfp4View& w, const uint16_t* xq, int64_t n_rows, int
                DType out_dtype, int64_t ldo, ThreadPool* pool);
 
 // Several independent products in one call (e.g. all routed experts of a decode step): jobs
-// below kMxfp4PanelGemmMinRows rows (mxfp4_gemm_kernels.h) share one parallel region over the
+// below Mxfp4PanelGemmMinRows(level) rows (mxfp4_gemm_kernels.h) share one parallel region over the
 // union of their panels (one thread hand-off instead of one per job); larger jobs run one after
 // the other through Mxfp4Gemm. Each output gets exactly the bits Mxfp4Gemm gives it.
 struct Mxfp4Job {

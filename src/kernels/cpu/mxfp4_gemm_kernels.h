@@ -19,6 +19,12 @@ inline constexpr int kMxfp4ChunkRows = 8;  // GEMV-M handles up to 8 activation 
 // From this many rows on, AVX-512 runs the panel GEMM (weights decoded once per call) instead of
 // GEMV-M (weights decoded again per 8 rows); both give the same bits (mxfp4_gemm_bench crossover).
 inline constexpr int64_t kMxfp4PanelGemmMinRows = 32;
+// The AVX2 crossover (mxfp4_gemm_bench, one core of the AVX2 host, W13 shape): GEMV-M 18.5 and
+// panel GEMM 15.2 GFLOP/s at 8 rows; 22.2 (panel) at 12; 21.8 vs 19.0 at 16.
+inline constexpr int64_t kMxfp4Avx2PanelGemmMinRows = 12;
+inline int64_t Mxfp4PanelGemmMinRows(CpuLevel level) {
+  return level == CpuLevel::kAvx2 ? kMxfp4Avx2PanelGemmMinRows : kMxfp4PanelGemmMinRows;
+}
 
 struct Mxfp4Call {
   PackedMxfp4View w;
@@ -54,5 +60,8 @@ void Mxfp4PanelsAvx512(const Mxfp4Call& call, int64_t p_begin, int64_t p_end);
 // AVX-512 panel GEMM over all of out (any n_rows >= 1; `xpacked` unused); splits 32-row units of
 // W over pool (nullptr: the calling thread). mxfp4_panel_gemm_avx512.cc.
 void Mxfp4PanelGemmAvx512(const Mxfp4Call& call, ThreadPool* pool);
+// The AVX2 (FMA) panel GEMM, same contract: 16-column units of W over pool, fp32 decode.
+// mxfp4_panel_gemm_avx2.cc.
+void Mxfp4PanelGemmAvx2(const Mxfp4Call& call, ThreadPool* pool);
 
 }  // namespace deepinfer::kernels

@@ -4,7 +4,9 @@
 //     read of an equal-size random buffer run right before each call (bench/paired_bandwidth.h);
 //     weights rotate over enough packed copies that no call finds them in cache;
 //   * the prefill GEMM reports GFLOP/s and pct_of_peak against BM_Bf16DotPeak, a `vdpbf16ps`
-//     loop with 24 independent accumulators on every pool thread.
+//     loop with 24 independent accumulators on every pool thread (on an AVX2-only host: 8-lane
+//     fp32 FMAs, the instruction the AVX2 kernels use; core/machine_limits.h).
+// The `path` argument picks an AVX-512 algorithm; rows with path != 0 are skipped elsewhere.
 // Thread count: DEEPINFER_THREADS (default: all CPUs).
 //   ./build-fp8/bench/fp8_gemm_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -17,6 +19,7 @@
 
 #include "bf16_peak.h"
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/fp8_gemm.h"
@@ -69,6 +72,7 @@ PackedFp8Matrix Clone(const PackedFp8Matrix& w) {
   c.scales.EnsureSize(w.scales.size());
   std::memcpy(c.codes.data(), w.codes.data(), w.codes.size());
   std::memcpy(c.scales.data(), w.scales.data(), w.scales.size() * sizeof(float));
+  c.nan_codes = w.nan_codes;
   return c;
 }
 
@@ -127,7 +131,10 @@ void BM_Fp8GemvPaired(benchmark::State& state) {
 BENCHMARK(BM_Fp8GemvPaired)
     ->ArgNames({"m", "k", "n"})
     ->Args({1, 5120, 8192})
-    ->Args({1, 1280, 32768})
+    ->Args({1, 5120, 5120})
+    ->Args({1, 5120, 1280})   // wq_a
+    ->Args({1, 1280, 32768})  // wq_b
+    ->Args({1, 5120, 512})    // wkv
     ->Args({8, 5120, 8192})
     ->UseManualTime()
     ->Repetitions(3)
@@ -140,6 +147,10 @@ BENCHMARK(BM_Fp8GemvPaired)
 void BM_Fp8Gemm(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const auto path = static_cast<fp8_internal::Avx512Path>(state.range(3));
+  if (path != fp8_internal::Avx512Path::kAuto && ActiveCpuLevel() != CpuLevel::kAvx512) {
+    state.SkipWithError("AVX-512 path on a CPU without AVX-512");
+    return;
+  }
   // The host is shared: keep the best peak seen in this process (measured again right here).
   PeakGflops() = std::max(PeakGflops(), MeasureBf16Peak());
   const PackedFp8Matrix& w = Weights(n, k).copies[0];
@@ -179,7 +190,8 @@ BENCHMARK(BM_Fp8Gemm)
     ->Args({64, 5120, 8192, 2})
     ->Args({128, 5120, 8192, 1})
     ->Args({128, 5120, 8192, 2})
-    ->Args({2048, 5120, 8192, 0})   // prefill: 2,048 rows, packed A beyond one row block
+    ->Args({2048, 5120, 8192, 0})  // prefill: 2,048 rows, packed A beyond one row block
+    ->Args({2048, 5120, 5120, 0})
     ->Args({2048, 8192, 5120, 0})   // wo_b at prefill
     ->Args({2048, 6144, 25600, 0})  // Engram wkv at prefill
     ->UseManualTime()

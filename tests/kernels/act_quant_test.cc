@@ -1,8 +1,9 @@
-// The vectorized activation quantizer against the scalar reference, bit for bit.
+// The vectorized activation quantizers (AVX2, AVX-512) against the scalar reference, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.h"
@@ -12,22 +13,34 @@
 namespace deepinfer::kernels {
 namespace {
 
-bool HaveAvx512() { return GetCpuFeatures().BestLevel() == CpuLevel::kAvx512; }
+using QuantizeFn = void (*)(const uint16_t*, int64_t, uint16_t*);
+
+// The vectorized versions this CPU can run (AVX2, AVX-512), each checked on its own.
+std::vector<std::pair<const char*, QuantizeFn>> VectorPaths() {
+  std::vector<std::pair<const char*, QuantizeFn>> paths;
+  const CpuLevel best = GetCpuFeatures().BestLevel();
+  if (best >= CpuLevel::kAvx2) paths.emplace_back("avx2", QuantizeActScaledBf16Avx2);
+  if (best >= CpuLevel::kAvx512) paths.emplace_back("avx512", QuantizeActScaledBf16Avx512);
+  return paths;
+}
 
 void ExpectSameAsRef(const std::vector<uint16_t>& x) {
-  std::vector<uint16_t> ref(x.size()), vec(x.size(), 0xDEAD);
+  if (VectorPaths().empty()) GTEST_SKIP() << "no AVX2 / AVX-512";
+  std::vector<uint16_t> ref(x.size());
   QuantizeActScaledBf16Ref(x.data(), static_cast<int64_t>(x.size()), ref.data());
-  QuantizeActScaledBf16Avx512(x.data(), static_cast<int64_t>(x.size()), vec.data());
-  for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_EQ(ref[i], vec[i]) << "element " << i << " x=0x" << std::hex << x[i]
-                              << " block starts at " << std::dec << (i / 32 * 32);
+  for (const auto& [name, fn] : VectorPaths()) {
+    std::vector<uint16_t> vec(x.size(), 0xDEAD);
+    fn(x.data(), static_cast<int64_t>(x.size()), vec.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(ref[i], vec[i]) << name << ": element " << i << " x=0x" << std::hex << x[i]
+                                << " block starts at " << std::dec << (i / 32 * 32);
+    }
   }
 }
 
 bool IsFiniteBf16(uint16_t b) { return (b & 0x7F80u) != 0x7F80u; }
 
 TEST(ActQuantTest, EveryFiniteBf16ValueInRandomBlocks) {
-  if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
   // Each finite bf16 pattern appears once, in blocks whose other elements are random patterns
   // of a random binade width, so amax and the scale vary from tiny (subnormal x) to huge.
   std::mt19937 rng(7);
@@ -48,7 +61,6 @@ TEST(ActQuantTest, EveryFiniteBf16ValueInRandomBlocks) {
 }
 
 TEST(ActQuantTest, RealisticRowsAndTies) {
-  if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> binade(-30, 20);

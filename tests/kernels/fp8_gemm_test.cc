@@ -380,5 +380,132 @@ TEST(Fp8GemmTest, ManyMatchesOneByOne) {
   EXPECT_FALSE(Fp8GemmMany(jobs, pool).ok());
 }
 
+// ---- AVX2 paths (GEMV for m = 1, register-blocked GEMM otherwise) -----------------------------
+
+// Every code value 0..255 in turn down each row (NaN codes included when with_nan).
+Weights CyclingCodes(int64_t n, int64_t k, uint32_t seed, bool with_nan) {
+  Weights wt = RandomWeights(n, k, seed, 100, 140);
+  int code = 0;
+  for (auto& c : wt.codes) {
+    if (!with_nan && (code & 0x7F) == 0x7F) code = (code + 1) % 256;
+    c = static_cast<uint8_t>(code);
+    code = (code + 1) % 256;
+  }
+  return wt;
+}
+
+// Fp8GemmAvx2 on xq copied into rows of stride ldx (NaN padding), out rows of stride ldo
+// (sentinel padding); compares both dtypes with the reference bit for bit (NaN against NaN when
+// the weights hold NaN codes) and checks the padding is untouched.
+void CheckAvx2(const Weights& wt, int64_t m, int64_t ldx, int64_t ldo, uint32_t seed,
+               ThreadPool& pool) {
+  const int64_t n = wt.n, k = wt.k;
+  const PackedFp8Matrix w = Pack(wt);
+  const std::vector<uint16_t> xq = Quantize(RandomActs(m, k, seed), m, k);
+  std::vector<float> ref(m * n);
+  Fp8GemmRefQuantized(xq.data(), m, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+  std::vector<uint16_t> xs(m * ldx, 0x7FC0);
+  for (int64_t i = 0; i < m; ++i) std::memcpy(&xs[i * ldx], &xq[i * k], k * 2);
+  std::vector<float> f32(m * ldo, 1.25f);
+  std::vector<uint16_t> bf16(m * ldo, 0x1234);
+  fp8_internal::Fp8GemmAvx2(xs.data(), m, ldx, w, OutView{f32.data(), ldo, OutDtype::kF32}, pool);
+  fp8_internal::Fp8GemmAvx2(xs.data(), m, ldx, w, OutView{bf16.data(), ldo, OutDtype::kBf16}, pool);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ldo; ++j) {
+      const float got = f32[i * ldo + j];
+      const uint16_t got16 = bf16[i * ldo + j];
+      if (j >= n) {
+        ASSERT_EQ(Bits(got), Bits(1.25f)) << "fp32 written past n at (" << i << ", " << j << ")";
+        ASSERT_EQ(got16, 0x1234) << "bf16 written past n at (" << i << ", " << j << ")";
+        continue;
+      }
+      const float want = ref[i * n + j];
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(got)) << "(" << i << ", " << j << ")";
+        ASSERT_TRUE(std::isnan(Bf16ToFloat(got16))) << "(" << i << ", " << j << ")";
+        continue;
+      }
+      ASSERT_EQ(Bits(want), Bits(got))
+          << "fp32 (" << i << ", " << j << ") ref " << want << " got " << got;
+      ASSERT_EQ(FloatToBf16(want), got16) << "bf16 (" << i << ", " << j << ")";
+    }
+  }
+}
+
+TEST(Fp8GemmAvx2Test, OddShapesStridesBitExact) {
+  if (!HaveAvx2()) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool1(1), pool2(2);
+  struct Nk {
+    int64_t n, k;
+  };
+  // n below, at and past panel multiples of 64; k of 1, 3 and 10 blocks.
+  const Nk nks[] = {{1, 32}, {37, 96}, {64, 32}, {130, 320}};
+  uint32_t seed = 300;
+  for (int64_t m : {1, 2, 3, 7, 8, 9, 33, 200}) {
+    for (const Nk& nk : nks) {
+      const Weights wt = CyclingCodes(nk.n, nk.k, seed++, /*with_nan=*/false);
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        SCOPED_TRACE(testing::Message()
+                     << "m=" << m << " n=" << nk.n << " k=" << nk.k << " threads=" << pool->size());
+        CheckAvx2(wt, m, nk.k + 40, nk.n + 9, seed, *pool);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(Fp8GemmAvx2Test, RandomCodesSeveralRowBlocksBitExact) {
+  // 200 rows = three row blocks of the GEMM's units (96 rows each); random codes and scales.
+  if (!HaveAvx2()) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool(2);
+  for (int64_t m : {1, 200}) {
+    SCOPED_TRACE(testing::Message() << "m=" << m);
+    CheckAvx2(RandomWeights(150, 1024, 400 + static_cast<uint32_t>(m)), m, 1024, 150, 401, pool);
+  }
+}
+
+TEST(Fp8GemmAvx2Test, NanWeightCodesGiveNan) {
+  // NaN codes are outside what the AVX2 decode handles: Pack flags the matrix and the AVX2 entry
+  // sends it to the scalar path, so outputs still follow the reference (NaN where it is NaN).
+  if (!HaveAvx2()) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool(2);
+  const Weights wt = CyclingCodes(70, 64, 500, /*with_nan=*/true);
+  ASSERT_TRUE(Pack(wt).nan_codes);
+  ASSERT_FALSE(Pack(CyclingCodes(70, 64, 500, /*with_nan=*/false)).nan_codes);
+  for (int64_t m : {1, 9}) CheckAvx2(wt, m, 64, 70, 501, pool);
+}
+
+TEST(Fp8GemmAvx2Test, ManySmallJobsMatchOneByOne) {
+  // Fp8GemmMany on AVX2: quantized jobs of 1..64 rows share one region (GEMV for m = 1).
+  if (GetCpuFeatures().BestLevel() != CpuLevel::kAvx2) GTEST_SKIP() << "not an AVX2-level CPU";
+  ThreadPool pool(2);
+  const int64_t k = 160;
+  const int64_t ms[] = {1, 1, 7, 64};
+  const int64_t ns[] = {200, 64, 33, 100};
+  std::vector<PackedFp8Matrix> ws;
+  std::vector<std::vector<uint16_t>> xs;
+  for (int j = 0; j < 4; ++j) {
+    ws.push_back(Pack(RandomWeights(ns[j], k, 600 + j)));
+    xs.push_back(Quantize(RandomActs(ms[j], k, 610 + j), ms[j], k));
+  }
+  const int64_t ldo = 1000;
+  std::vector<uint16_t> want(64 * ldo, 7), got(64 * ldo, 7);
+  std::vector<Fp8GemmJob> jobs(4);
+  for (int j = 0; j < 4; ++j) {
+    Fp8GemmParams& p = jobs[j].params;
+    jobs[j].w = &ws[j];
+    p.x = xs[j].data();
+    p.m = ms[j];
+    p.ldx = k;
+    p.x_kind = ActKind::kQuantizedBf16;
+    p.ldo = ldo;
+    p.out = want.data() + 250 * j;
+    ASSERT_TRUE(Fp8Gemm(p, ws[j], pool).ok());
+    p.out = got.data() + 250 * j;
+  }
+  ASSERT_TRUE(Fp8GemmMany(jobs, pool).ok());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(want[i], got[i]) << i;
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

@@ -4,10 +4,16 @@
 namespace deepinfer::kernels {
 
 void QuantizeActScaledBf16(const uint16_t* x, int64_t k, uint16_t* out) {
-  if (ActiveCpuLevel() == CpuLevel::kAvx512) {
-    QuantizeActScaledBf16Avx512(x, k, out);
-  } else {
-    QuantizeActScaledBf16Ref(x, k, out);
+  switch (ActiveCpuLevel()) {
+    case CpuLevel::kAvx512:
+      QuantizeActScaledBf16Avx512(x, k, out);
+      break;
+    case CpuLevel::kAvx2:
+      QuantizeActScaledBf16Avx2(x, k, out);
+      break;
+    case CpuLevel::kScalar:
+      QuantizeActScaledBf16Ref(x, k, out);
+      break;
   }
 }
 

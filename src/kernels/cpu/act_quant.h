@@ -25,6 +25,9 @@ void QuantizeActScaledBf16Ref(const uint16_t* x, int64_t k, uint16_t* out);
 // unspecified (but memory-safe) output. Requires AVX-512 (ActiveCpuLevel() == kAvx512).
 void QuantizeActScaledBf16Avx512(const uint16_t* x, int64_t k, uint16_t* out);
 
+// The same with AVX2 (ActiveCpuLevel() >= kAvx2), same contract, bit-identical (tested).
+void QuantizeActScaledBf16Avx2(const uint16_t* x, int64_t k, uint16_t* out);
+
 // Picks the fastest implementation for the active CPU level.
 void QuantizeActScaledBf16(const uint16_t* x, int64_t k, uint16_t* out);
 

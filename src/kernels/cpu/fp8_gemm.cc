@@ -70,13 +70,14 @@ Status Fp8GemmMany(std::span<const Fp8GemmJob> jobs, ThreadPool& pool) {
     if (j.params.m > 0) DI_RETURN_IF_ERROR(CheckParams(j.params, *j.w));
   }
   // Small quantized jobs share one region; the rest (raw activations to quantize, the panel GEMM,
-  // other CPU levels) go through Fp8Gemm one by one.
+  // the scalar level) go through Fp8Gemm one by one.
+  const CpuLevel level = ActiveCpuLevel();
   thread_local std::vector<fp8_internal::Fp8GemvJob> small;
   small.clear();
   for (const Fp8GemmJob& j : jobs) {
     const Fp8GemmParams& p = j.params;
     if (p.m <= 0) continue;
-    if (ActiveCpuLevel() == CpuLevel::kAvx512 && p.m <= fp8_internal::kGemvMaxRows &&
+    if (level != CpuLevel::kScalar && p.m <= fp8_internal::kGemvMaxRows &&
         p.x_kind == ActKind::kQuantizedBf16) {
       small.push_back({p.x, p.m, p.ldx, j.w, {p.out, p.ldo, p.out_dtype}});
     } else {
@@ -84,7 +85,12 @@ Status Fp8GemmMany(std::span<const Fp8GemmJob> jobs, ThreadPool& pool) {
     }
   }
   if (!small.empty()) {
-    fp8_internal::Fp8GemvManyAvx512(small.data(), static_cast<int64_t>(small.size()), pool);
+    const int64_t n_small = static_cast<int64_t>(small.size());
+    if (level == CpuLevel::kAvx512) {
+      fp8_internal::Fp8GemvManyAvx512(small.data(), n_small, pool);
+    } else {
+      fp8_internal::Fp8GemvManyAvx2(small.data(), n_small, pool);
+    }
   }
   return Status::Ok();
 }

@@ -42,6 +42,9 @@ struct PackedFp8Matrix {
   int64_t n_panels = 0;  // ceil(n / 64)
   AlignedBuffer<uint8_t> codes;
   AlignedBuffer<float> scales;
+  // Some code is a NaN (0x7F / 0xFF). Checkpoints never hold one; the AVX2 kernels decode only
+  // finite codes and send such a matrix to the scalar path.
+  bool nan_codes = false;
 
   int64_t k_blocks() const { return k / kFp8BlockK; }
   const uint8_t* PanelCodes(int64_t p) const {
@@ -73,13 +76,14 @@ struct Fp8GemmParams {
 };
 
 // out = x · Wᵀ with the numerics above, on `pool` (its size is the thread count). Picks the kernel
-// from ActiveCpuLevel() and m: the GEMV (m = 1), GEMV-M (m up to kFp8GemvMaxRows, 8 rows at a
-// time) or the panel GEMM. Errors on null pointers or inconsistent sizes.
+// from ActiveCpuLevel() and m: on AVX-512 the GEMV (m = 1), GEMV-M (m up to kFp8GemvMaxRows, 8
+// rows at a time) or the panel GEMM; on AVX2 the GEMV (m = 1) or the register-blocked GEMM. Errors
+// on null pointers or inconsistent sizes.
 Status Fp8Gemm(const Fp8GemmParams& params, const PackedFp8Matrix& w, ThreadPool& pool);
 
-// Several independent products in one call (e.g. the output groups of `wo_a`). On AVX-512, jobs
-// of up to 64 rows with ActKind::kQuantizedBf16 input (the GEMV / GEMV-M paths) share one
-// parallel region over the union of their weight panels: one thread hand-off instead of one per
+// Several independent products in one call (e.g. the output groups of `wo_a`). On AVX-512 and
+// AVX2, jobs of up to 64 rows with ActKind::kQuantizedBf16 input (the GEMV / GEMV-M paths) share
+// one parallel region over the union of their weight panels: one thread hand-off instead of one per
 // job. Other jobs (the panel GEMM, which balances its own work; raw input) run one after the
 // other through Fp8Gemm. Each output gets exactly the
 // bits Fp8Gemm gives it. Errors as Fp8Gemm, checked for every job before any runs.

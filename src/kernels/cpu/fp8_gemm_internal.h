@@ -46,6 +46,19 @@ struct Fp8GemvJob {
   OutView out;
 };
 void Fp8GemvManyAvx512(const Fp8GemvJob* jobs, int64_t n_jobs, ThreadPool& pool);
+// The same on AVX2 (fp8_gemm_avx2.cc): every job's bits are Fp8GemmAvx2's.
+void Fp8GemvManyAvx2(const Fp8GemvJob* jobs, int64_t n_jobs, ThreadPool& pool);
+
+// AVX2 pieces (fp8_gemm_avx2.cc, fp8_gemv_avx2.cc).
+// Rows per register tile of the AVX2 GEMM microkernel (6 rows x 16 columns = 12 ymm accumulators).
+inline constexpr int kAvx2TileRows = 6;
+// Scaled activations widened to fp32 in tiles of kAvx2TileRows rows: tile t at out + t·6·k, laid
+// out [k][rows of the tile] (the last tile may have fewer rows; m = 1 gives the plain row).
+void PackActF32Tiles(const uint16_t* xq, int64_t m, int64_t ldx, int64_t k, float* out);
+// m = 1 over panels [p0, p1): x is the fp32 row [k]; writes row 0 of `out`. Decodes each chunk
+// in registers and multiplies it straight in (no decoded copy in memory).
+void Fp8Gemv1PanelsAvx2(const float* x, const PackedFp8Matrix& w, int64_t p0, int64_t p1,
+                        const OutView& out);
 
 // AVX-512 pieces used by the driver (fp8_gemv_avx512.cc / fp8_gemm_avx512.cc).
 // GEMV-M over panels [p0, p1) for all m rows, 8-row chunks (each panel is re-read from L2 for the

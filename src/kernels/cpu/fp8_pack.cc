@@ -29,6 +29,9 @@ StatusOr<PackedFp8Matrix> PackFp8Matrix(const uint8_t* codes, const uint8_t* sca
   w.n_panels = (n + kFp8PanelRows - 1) / kFp8PanelRows;
   w.codes.EnsureSize(static_cast<size_t>(w.n_panels * kb * kFp8BlockBytes));
   w.scales.EnsureSize(static_cast<size_t>(w.n_panels * kb * 2));
+  bool nan_codes = false;
+  for (int64_t i = 0; i < n * k; ++i) nan_codes |= (codes[i] & 0x7F) == 0x7F;
+  w.nan_codes = nan_codes;
   for (int64_t p = 0; p < w.n_panels; ++p) {
     for (int64_t b = 0; b < kb; ++b) {
       uint8_t* blk = w.codes.data() + (p * kb + b) * kFp8BlockBytes;

@@ -454,11 +454,12 @@ TEST(Fp8GemmAvx2Test, OddShapesStridesBitExact) {
   }
 }
 
-TEST(Fp8GemmAvx2Test, RandomCodesSeveralRowBlocksBitExact) {
-  // 200 rows = three row blocks of the GEMM's units (96 rows each); random codes and scales.
+TEST(Fp8GemmAvx2Test, RandomCodesSeveralRowBlocksAndGroupsBitExact) {
+  // 200 rows = three row blocks of the GEMM's units (96 rows each); 400 rows = two row groups
+  // (384 rows packed at a time); random codes and scales.
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2";
   ThreadPool pool(2);
-  for (int64_t m : {1, 200}) {
+  for (int64_t m : {1, 200, 400}) {
     SCOPED_TRACE(testing::Message() << "m=" << m);
     CheckAvx2(RandomWeights(150, 1024, 400 + static_cast<uint32_t>(m)), m, 1024, 150, 401, pool);
   }

@@ -1,7 +1,8 @@
 // AVX2 + FMA FP8 driver and the register-blocked GEMM (m >= 2).
 //
-// m = 1 runs the GEMV (fp8_gemv_avx2.cc) over contiguous panel ranges. Otherwise the work is cut
-// into units of (row block of up to kRowBlock rows, one 64-row panel), handed out from a shared
+// m = 1 runs the GEMV (fp8_gemv_avx2.cc) over contiguous panel ranges. Otherwise, per group of
+// up to kRowGroup rows (activations widened to fp32 tiles once per group), the work is cut into
+// units of (row block of up to kRowBlock rows, one 64-row panel), handed out from a shared
 // counter, row blocks outermost so both threads share one row block's activations in L3. Per unit
 // and K block the panel-block is decoded once to fp32 wf [32 k][64] (8 KiB, L1) and every 6-row
 // tile of the row block runs a 6 x 16 microkernel over it for each 16-column quarter: 12 ymm
@@ -27,8 +28,17 @@ namespace {
 constexpr int kMr = kAvx2TileRows;
 // Rows per unit: 16 tiles. Decode costs ~1/30 of a unit's FMAs; totals 24 KiB.
 constexpr int64_t kRowBlock = 16 * kMr;
+// Rows packed (to fp32) and run at a time: bounds the packed activations at 384·k floats
+// (12 MiB at k = 8192) and keeps them in L3-sized pieces; W is re-read once per group.
+constexpr int64_t kRowGroup = 4 * kRowBlock;
 // Parallel act packing pays off above this many rows.
 constexpr int64_t kPackRowsPerThread = 64;
+
+// The view from row `row` on.
+OutView RowsFrom(const OutView& out, int64_t row) {
+  const int64_t elem = out.dtype == OutDtype::kF32 ? 4 : 2;
+  return {static_cast<char*>(out.data) + row * out.ld * elem, out.ld, out.dtype};
+}
 
 // Panel-block -> wf [32 k][64 rows] fp32.
 void DecodeBlockF32(const E4m3LutAvx2& lut, const uint8_t* blk, float* wf) {
@@ -152,23 +162,28 @@ void Fp8GemmAvx2(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matr
     return;
   }
   thread_local AlignedBuffer<float> xp_buf;
-  xp_buf.EnsureSize(static_cast<size_t>(m * w.k));
+  xp_buf.EnsureSize(static_cast<size_t>(std::min(m, kRowGroup) * w.k));
   float* xp = xp_buf.data();
-  PackAll(xq, m, ldx, w.k, xp, pool);
   if (m == 1) {
+    PackActF32Tiles(xq, 1, ldx, w.k, xp);
     pool.ParallelFor(w.n_panels, 1,
                      [&](int64_t p0, int64_t p1) { Fp8Gemv1PanelsAvx2(xp, w, p0, p1, out); });
     return;
   }
-  // Units row-block-major; which thread runs a unit depends on timing, its bits do not.
-  const int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
-  pool.ParallelForDynamic(row_blocks * w.n_panels, 1, [&](int64_t u0, int64_t u1) {
-    const E4m3LutAvx2 lut = LoadE4m3LutAvx2();
-    for (int64_t u = u0; u < u1; ++u) {
-      const int64_t r0 = (u / w.n_panels) * kRowBlock;
-      PanelRows(lut, xp, m, r0, std::min(m, r0 + kRowBlock), w, u % w.n_panels, out);
-    }
-  });
+  for (int64_t g0 = 0; g0 < m; g0 += kRowGroup) {
+    const int64_t rows = std::min(kRowGroup, m - g0);
+    PackAll(xq + g0 * ldx, rows, ldx, w.k, xp, pool);
+    const OutView group_out = RowsFrom(out, g0);
+    // Units row-block-major; which thread runs a unit depends on timing, its bits do not.
+    const int64_t row_blocks = (rows + kRowBlock - 1) / kRowBlock;
+    pool.ParallelForDynamic(row_blocks * w.n_panels, 1, [&](int64_t u0, int64_t u1) {
+      const E4m3LutAvx2 lut = LoadE4m3LutAvx2();
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t r0 = (u / w.n_panels) * kRowBlock;
+        PanelRows(lut, xp, rows, r0, std::min(rows, r0 + kRowBlock), w, u % w.n_panels, group_out);
+      }
+    });
+  }
 }
 
 void Fp8GemvManyAvx2(const Fp8GemvJob* jobs, int64_t n_jobs, ThreadPool& pool) {

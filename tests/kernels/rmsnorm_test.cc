@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.h"
@@ -56,29 +57,22 @@ TEST(RmsNormTest, TinyEpsKeepsZeroRowFinite) {
   for (uint16_t v : y) EXPECT_EQ(v, 0);
 }
 
-TEST(RmsNormTest, Avx512BitIdenticalToReference) {
-  if (ActiveCpuLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512";
+TEST(RmsNormTest, VectorPathsBitIdenticalToReference) {
+  std::vector<std::pair<const char*, void (*)(const RmsNormParams&)>> paths;
+  if (ActiveCpuLevel() >= CpuLevel::kAvx2) paths.push_back({"avx2", RmsNormAvx2});
+  if (ActiveCpuLevel() == CpuLevel::kAvx512) paths.push_back({"avx512", RmsNormAvx512});
+  if (paths.empty()) GTEST_SKIP() << "no AVX2";
   for (int64_t dim : {1, 15, 16, 64, 100, 448, 512, 1280, 5120, 5121}) {
     const int64_t rows = 5;
     auto x = RandomBf16(rows * dim, static_cast<uint32_t>(dim), 1.5f);
     auto w = RandomBf16(dim, static_cast<uint32_t>(dim + 7), 0.5f);
-    std::vector<uint16_t> y_ref(rows * dim), y_vec(rows * dim);
+    std::vector<uint16_t> y_ref(rows * dim);
     RmsNormRef(Params(x, w, y_ref, rows, dim));
-    RmsNormAvx512(Params(x, w, y_vec, rows, dim));
-    EXPECT_EQ(y_ref, y_vec) << "dim " << dim;
-  }
-}
-
-TEST(RmsNormTest, Avx2BitIdenticalToReference) {
-  if (ActiveCpuLevel() < CpuLevel::kAvx2) GTEST_SKIP() << "no AVX2";
-  for (int64_t dim : {1, 15, 16, 64, 100, 448, 512, 1280, 5120, 5121}) {
-    const int64_t rows = 5;
-    auto x = RandomBf16(rows * dim, static_cast<uint32_t>(dim), 1.5f);
-    auto w = RandomBf16(dim, static_cast<uint32_t>(dim + 7), 0.5f);
-    std::vector<uint16_t> y_ref(rows * dim), y_vec(rows * dim);
-    RmsNormRef(Params(x, w, y_ref, rows, dim));
-    RmsNormAvx2(Params(x, w, y_vec, rows, dim));
-    EXPECT_EQ(y_ref, y_vec) << "dim " << dim;
+    for (const auto& [name, run] : paths) {
+      std::vector<uint16_t> y_vec(rows * dim);
+      run(Params(x, w, y_vec, rows, dim));
+      EXPECT_EQ(y_ref, y_vec) << name << " dim " << dim;
+    }
   }
 }
 

@@ -22,7 +22,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -279,17 +278,17 @@ void SparseAttnAvx2(const SparseAttnParams& p, ThreadPool* pool) {
       AttendItem<2>(p, r, h0, nh, sc);
     }
   };
-  if (pool == nullptr || items < 2 || threads < 2) {
+  if (pool == nullptr) {
     thread_local Scratch sc;
     for (int64_t it = 0; it < items; ++it) run_item(it, sc);
     return;
   }
-  // Items differ in cost (rows have different list lengths): threads take items from a shared
-  // counter. Which thread runs an item does not change its result.
-  std::atomic<int64_t> next{0};
-  pool->ParallelFor(threads, 1, [&](int64_t, int64_t) {
+  // Items differ in cost (rows have different list lengths) and a core of a shared host can
+  // stall: threads take items from a shared counter. Which thread runs an item does not change
+  // its result.
+  pool->ParallelForDynamic(items, 1, [&](int64_t begin, int64_t end) {
     thread_local Scratch sc;
-    for (int64_t it = next.fetch_add(1); it < items; it = next.fetch_add(1)) run_item(it, sc);
+    for (int64_t it = begin; it < end; ++it) run_item(it, sc);
   });
 }
 

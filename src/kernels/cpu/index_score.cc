@@ -31,11 +31,18 @@ float ScoreOne(const IndexScoreParams& p, const uint16_t* q, const uint16_t* w, 
 
 }  // namespace
 
-void IndexScoreRef(const IndexScoreParams& p) {
-  CHECK(p.head_dim % 2 == 0) << "IndexScore: head_dim must be even, got " << p.head_dim;
+void CheckIndexScoreParams(const IndexScoreParams& p) {
   for (int64_t r = 0; r < p.n_rows; ++r) {
     const int64_t vis = p.visible ? p.visible[r] : p.n_keys;
     CHECK(vis >= 0 && vis <= p.n_keys) << "IndexScore: visible " << vis << " of " << p.n_keys;
+  }
+}
+
+void IndexScoreRef(const IndexScoreParams& p) {
+  CHECK(p.head_dim % 2 == 0) << "IndexScore: head_dim must be even, got " << p.head_dim;
+  CheckIndexScoreParams(p);
+  for (int64_t r = 0; r < p.n_rows; ++r) {
+    const int64_t vis = p.visible ? p.visible[r] : p.n_keys;
     const uint16_t* q = p.q + r * p.q_row_stride;
     const uint16_t* w = p.w + r * p.w_row_stride;
     float* out = p.score + r * p.score_stride;

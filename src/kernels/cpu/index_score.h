@@ -49,6 +49,9 @@ inline const uint16_t* IndexKeyAt(const IndexScoreParams& p, int64_t t) {
   return p.k_pages[t / p.keys_per_page] + (t % p.keys_per_page) * p.k_stride;
 }
 
+// Shared argument check (CHECK): every row's visible count lies in [0, n_keys].
+void CheckIndexScoreParams(const IndexScoreParams& p);
+
 void IndexScoreRef(const IndexScoreParams& p);
 // AVX-512 path, bit-identical to IndexScoreRef (needs head_dim % 2 == 0). Threads split rows and
 // key ranges, never a reduction.

@@ -131,10 +131,7 @@ void ScoreRange(const IndexScoreParams& p, RowPack& pack, int64_t r, int64_t t0,
 void IndexScoreAvx2(const IndexScoreParams& p, ThreadPool* pool) {
   CHECK(p.head_dim % 8 == 0) << "IndexScoreAvx2: head_dim must be a multiple of 8, got "
                              << p.head_dim;
-  for (int64_t r = 0; r < p.n_rows; ++r) {
-    const int64_t vis = p.visible ? p.visible[r] : p.n_keys;
-    CHECK(vis >= 0 && vis <= p.n_keys) << "IndexScore: visible " << vis << " of " << p.n_keys;
-  }
+  CheckIndexScoreParams(p);
   const int64_t chunks = (p.n_keys + kKeyChunk - 1) / kKeyChunk;
   const int64_t items = p.n_rows * chunks;
   auto run = [&](int64_t begin, int64_t end) {

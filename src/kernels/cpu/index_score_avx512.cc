@@ -108,10 +108,7 @@ void ScoreRange(const IndexScoreParams& p, const RowPack& pack, int64_t r, int64
 
 void IndexScoreAvx512(const IndexScoreParams& p, ThreadPool* pool) {
   CHECK(p.head_dim % 2 == 0) << "IndexScore: head_dim must be even, got " << p.head_dim;
-  for (int64_t r = 0; r < p.n_rows; ++r) {
-    const int64_t vis = p.visible ? p.visible[r] : p.n_keys;
-    CHECK(vis >= 0 && vis <= p.n_keys) << "IndexScore: visible " << vis << " of " << p.n_keys;
-  }
+  CheckIndexScoreParams(p);
   const int64_t chunks = (p.n_keys + kKeyChunk - 1) / kKeyChunk;
   const int64_t items = p.n_rows * chunks;
   auto run = [&](int64_t begin, int64_t end) {

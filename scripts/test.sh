@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Every test, from a fresh Debian 12 machine:
-#   1. install dependencies (apt);
+#   1. install dependencies (apt, npm);
 #   2. release preset: build, then the whole CTest suite (unit tests, fixture tests, fuzz-corpus
-#      replay);
+#      replay, the server against the real npm clients);
 #   3. asan-ubsan preset: build, then the unit tests under AddressSanitizer + UBSan;
 #   4. a bounded libFuzzer run of every fuzz target (clang preset `fuzz`);
-#   5. style: clang-format and clang-tidy over src/.
+#   5. style: clang-format over the tree, clang-tidy over src/ (scripts/check-style.sh).
+# Each stage prints its wall time (`== release build: 6m12s`) and a table of all stages ends the
+# run, also when a stage fails (docs/build.md has the measured table).
 # `--quick` stops after step 2 (the inner loop while developing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,23 +19,23 @@ for arg in "$@"; do
   esac
 done
 
-./scripts/install-deps.sh
+# shellcheck source=scripts/stages.sh
+source scripts/stages.sh
+trap stages_summary EXIT
 
-echo "== release: build and test"
-cmake --preset release >/dev/null
-cmake --build --preset release
-ctest --preset release
+stage "dependencies" ./scripts/install-deps.sh
+stage "release configure" cmake --preset release
+stage "release build" cmake --build --preset release
+stage "release tests" ctest --preset release
 [ "$QUICK" = 1 ] && exit 0
 
-echo "== asan-ubsan: build and test"
-cmake --preset asan-ubsan >/dev/null
-cmake --build --preset asan-ubsan
-ctest --preset asan-ubsan
+stage "asan-ubsan configure" cmake --preset asan-ubsan
+stage "asan-ubsan build" cmake --build --preset asan-ubsan
+stage "asan-ubsan tests" ctest --preset asan-ubsan
 
-echo "== fuzz: bounded runs"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz
-./scripts/fuzz.sh "${DEEPINFER_FUZZ_SECONDS:-30}"
+stage "fuzz configure" cmake --preset fuzz
+stage "fuzz build" cmake --build --preset fuzz
+stage "fuzz runs" ./scripts/fuzz.sh "${DEEPINFER_FUZZ_SECONDS:-30}"
 
-echo "== style"
-./scripts/check-style.sh
+stage "clang-format" ./scripts/check-style.sh --format
+stage "clang-tidy" ./scripts/check-style.sh --tidy

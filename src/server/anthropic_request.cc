@@ -156,7 +156,10 @@ StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only) 
   }
   DI_ASSIGN_OR_RETURN(r.tools, ConvertTools(body));
   if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null()) {
-    const std::string type = it->is_object() ? it->value("type", "") : "";
+    // A non-string type is the same error as an unknown one (value() would throw on it).
+    const auto type_it = it->is_object() ? it->find("type") : it->end();
+    const std::string type =
+        type_it != it->end() && type_it->is_string() ? type_it->get<std::string>() : "";
     bool parallel = true;
     if (auto dp = it->find("disable_parallel_tool_use"); it->is_object() && dp != it->end()) {
       if (!dp->is_null() && !dp->is_boolean()) {
@@ -178,7 +181,10 @@ StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only) 
     }
   }
   if (auto it = body.find("thinking"); it != body.end() && !it->is_null()) {
-    const std::string type = it->is_object() ? it->value("type", "") : "";
+    // A non-string type is the same error as an unknown one (value() would throw on it).
+    const auto type_it = it->is_object() ? it->find("type") : it->end();
+    const std::string type =
+        type_it != it->end() && type_it->is_string() ? type_it->get<std::string>() : "";
     if (type == "enabled")
       r.thinking = true;
     else if (type != "disabled")

@@ -228,6 +228,20 @@ TEST(AnthropicMessagesTest, MaxTokensRequiredExceptForCounting) {
           .ok());
 }
 
+TEST(AnthropicMessagesTest, ThinkingOfTheWrongTypeIsABadRequest) {
+  // Found by the request_parser fuzz target: a numeric thinking.type threw out of the parser.
+  for (const char* thinking : {R"({"type":100})", R"({"type":null})", R"({"type":["enabled"]})",
+                               R"("enabled")", R"({})"}) {
+    auto r = ParseAnthropicMessages(
+        Body(std::string(R"({"max_tokens":4,"messages":[{"role":"user","content":"q"}],)") +
+             R"("thinking":)" + thinking + "}"),
+        false);
+    ASSERT_FALSE(r.ok()) << thinking;
+    EXPECT_EQ(ErrorFromStatus(r.status()).http_status, 400) << thinking;
+    EXPECT_NE(r.status().message().find("thinking.type"), std::string::npos) << thinking;
+  }
+}
+
 TEST(ApiErrorTest, FormatsOfBothFamilies) {
   ApiError e = BadRequest("bad", "messages");
   nlohmann::json o = ErrorBody(ApiStyle::kOpenAi, e);

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""clang-tidy over src/*.cc with a result cache: a file whose inputs are unchanged since it last
+passed is not analysed again.
+
+A file's key is the SHA-256 of everything its analysis depends on: the clang-tidy version, the
+.clang-tidy configuration, the file's compile command (with the build tree's path cut out), and the
+bytes of every file the compiler reads for it (the source and all headers, system headers included,
+as `c++ -M` lists them). Only passing results are stored, so a file with findings is analysed (and
+reported) on every run. A cold cache analyses every file; a warm one, the files a change touches.
+
+usage: clang_tidy_cached.py BUILD_DIR FILE... [--jobs N] [--cache DIR]
+The compile commands come from BUILD_DIR/compile_commands.json; CMake's precompiled-header flags
+(a GCC .gch that clang cannot read) are dropped for clang-tidy, which then parses the headers the
+source includes itself.
+"""
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+
+def strip_pch(args):
+    """Drops CMake's GCC precompiled-header flags (`-Winvalid-pch`, `-include .../cmake_pch.hxx`)."""
+    res, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "-Winvalid-pch":
+            i += 1
+        elif a == "-include" and i + 1 < len(args) and "cmake_pch" in args[i + 1]:
+            i += 2
+        elif a.startswith("-include") and "cmake_pch" in a:
+            i += 1
+        else:
+            res.append(a)
+            i += 1
+    return res
+
+
+def entry_args(entry):
+    if "arguments" in entry:
+        return list(entry["arguments"])
+    return shlex.split(entry["command"])
+
+
+def depends(entry, args):
+    """The files the compiler reads for this entry (source first), from `c++ -M`."""
+    cmd = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-MF", "-MT", "-MQ"):
+            skip = True
+            continue
+        if a in ("-c", "-MD", "-MMD"):
+            continue
+        cmd.append(a)
+    cmd += ["-M", "-MG"]
+    out = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    text = out.stdout.replace("\\\n", " ")
+    paths = text.split(":", 1)[1].split() if ":" in text else []
+    return [os.path.normpath(os.path.join(entry["directory"], p)) for p in paths]
+
+
+def key_of(entry, args, salt, build_dir):
+    deps = depends(entry, args)
+    if deps is None:
+        return None
+    h = hashlib.sha256(salt)
+    h.update(" ".join(a.replace(build_dir, "<build>") for a in args).encode())
+    for p in sorted(set(deps)):
+        h.update(p.encode())
+        try:
+            with open(p, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+        except OSError:
+            h.update(b"<missing>")
+    return h.hexdigest()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build_dir")
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--cache", default=os.environ.get(
+        "DEEPINFER_TIDY_CACHE", os.path.expanduser("~/.cache/deepinfer/clang-tidy")))
+    ap.add_argument("--clang-tidy", default="clang-tidy")
+    opt = ap.parse_args()
+
+    build_dir = os.path.abspath(opt.build_dir)
+    with open(os.path.join(build_dir, "compile_commands.json")) as f:
+        db = {os.path.normpath(e["file"]): e for e in json.load(f)}
+    version = subprocess.run([opt.clang_tidy, "--version"], capture_output=True).stdout
+    with open(".clang-tidy", "rb") as f:
+        salt = version + f.read()
+
+    # A filtered database without GCC's PCH flags, for clang-tidy itself.
+    tidy_dir = os.path.join(build_dir, "tidy")
+    os.makedirs(tidy_dir, exist_ok=True)
+    entries, missing = [], []
+    for path in opt.files:
+        e = db.get(os.path.normpath(os.path.abspath(path)))
+        if e is None:
+            missing.append(path)
+            continue
+        entries.append((path, e, strip_pch(entry_args(e))))
+    if missing:
+        print("clang-tidy: not in %s/compile_commands.json: %s" % (build_dir, " ".join(missing)),
+              file=sys.stderr)
+        return 1
+    with open(os.path.join(tidy_dir, "compile_commands.json"), "w") as f:
+        json.dump([{"directory": e["directory"], "file": e["file"], "arguments": a}
+                   for _, e, a in entries], f)
+    os.makedirs(opt.cache, exist_ok=True)
+
+    def run_one(item):
+        path, e, args = item
+        key = key_of(e, args, salt, build_dir)
+        stamp = os.path.join(opt.cache, key) if key else None
+        if stamp and os.path.exists(stamp):
+            return path, True, ""
+        r = subprocess.run([opt.clang_tidy, "-p", tidy_dir, "--quiet", e["file"]],
+                           capture_output=True, text=True)
+        ok = r.returncode == 0
+        if ok and stamp:
+            with open(stamp, "w") as f:
+                f.write(path + "\n")
+        return path, False, (r.stdout if not ok else "")
+
+    cached = failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=opt.jobs) as pool:
+        for path, hit, report in pool.map(run_one, entries):
+            cached += hit
+            if report:
+                failed += 1
+                sys.stdout.write(report)
+    print("clang-tidy: %d files, %d analysed, %d unchanged since they passed (cache %s)%s" %
+          (len(entries), len(entries) - cached, cached, opt.cache,
+           ", %d with findings" % failed if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

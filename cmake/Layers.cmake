@@ -17,10 +17,13 @@ function(deepinfer_layer name)
     target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(${target} PUBLIC ${L_DEPS})
     foreach(src IN LISTS srcs)
+      # ISA files stay out of unity batches: their flags are theirs alone.
       if(src MATCHES "_avx512\\.cc$")
-        set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${DEEPINFER_AVX512_FLAGS}")
+        set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${DEEPINFER_AVX512_FLAGS}"
+                                    SKIP_UNITY_BUILD_INCLUSION ON)
       elseif(src MATCHES "_avx2\\.cc$")
-        set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${DEEPINFER_AVX2_FLAGS}")
+        set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${DEEPINFER_AVX2_FLAGS}"
+                                    SKIP_UNITY_BUILD_INCLUSION ON)
       endif()
     endforeach()
   else()

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The main job: install dependencies, build the release preset, make the bundled default model if
-# it is missing (scripts/default-model.sh: a small RANDOM-weight V4.1 checkpoint with the real
-# DeepSeek tokenizer, until a trained default model exists), and serve it with `deepinfer serve`
-# on http://127.0.0.1:8000 (OpenAI- and Anthropic-compatible API, docs/server.md). The server
+# The main job: install dependencies, build the `deepinfer` tool alone (release preset), make
+# the bundled default model if it is missing (scripts/default-model.sh: a small RANDOM-weight
+# V4.1 checkpoint with the real DeepSeek tokenizer, until a trained default model exists), and
+# serve it with `deepinfer serve` on http://127.0.0.1:8000 (OpenAI- and Anthropic-compatible
+# API, docs/server.md). The server
 # prints a curl example at start-up; Ctrl-C stops it.
 #   DEEPINFER_MODEL=DIR serves another model folder; DEEPINFER_PORT, DEEPINFER_API_KEY as named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release
+cmake --build --preset release --target deepinfer  # only the tool: no tests, no benchmarks
 MODEL="${DEEPINFER_MODEL:-build/default-model}"
 [ -n "${DEEPINFER_MODEL:-}" ] || ./scripts/default-model.sh build/release/deepinfer "$MODEL"
 exec ./build/release/deepinfer serve --model "$MODEL" --port "${DEEPINFER_PORT:-8000}" \

@@ -1,5 +1,7 @@
 #include "core/status.h"
 
+#include <system_error>
+
 namespace deepinfer {
 
 namespace {
@@ -25,6 +27,10 @@ const char* CodeName(StatusCode code) {
   return "unknown";
 }
 }  // namespace
+
+std::string ErrnoMessage(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
 
 std::string Status::ToString() const {
   if (ok()) return "OK";

@@ -53,6 +53,9 @@ inline Status ResourceExhausted(std::string m) {
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
+// The text of an errno value, e.g. "No such file or directory" for ENOENT.
+std::string ErrnoMessage(int err);
+
 // A value or an error. Accessing the value of an error is a CHECK failure.
 template <typename T>
 class [[nodiscard]] StatusOr {

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <string>
-#include <system_error>
 #include <unordered_set>
 
 namespace deepinfer::io {
@@ -96,10 +95,6 @@ class KeyCheckSax {
   std::string error_;
   size_t error_position_ = std::string::npos;
 };
-
-std::string ErrnoMessage(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
 
 }  // namespace
 

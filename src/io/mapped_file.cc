@@ -6,18 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <system_error>
 #include <utility>
 
 namespace deepinfer::io {
-
-namespace {
-
-std::string ErrnoMessage(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
-
-}  // namespace
 
 StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

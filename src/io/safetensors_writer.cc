@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,8 +14,6 @@
 namespace deepinfer::io {
 
 namespace {
-
-std::string ErrnoText() { return std::strerror(errno); }
 
 // "model-00002-of-00007.safetensors" (1-based, as the Hugging Face convention).
 std::string ShardName(size_t i, size_t n) {
@@ -86,7 +83,7 @@ StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   for (const TensorEntry& t : tensors) w->data_bytes_ += t.ByteSize();
   w->fd_ = ::open(w->tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd_ < 0) {
-    return Status(StatusCode::kNotFound, w->tmp_path_ + ": cannot create: " + ErrnoText());
+    return Status(StatusCode::kNotFound, w->tmp_path_ + ": cannot create: " + ErrnoMessage(errno));
   }
   uint8_t len[8];
   const uint64_t n = header.size();
@@ -107,7 +104,8 @@ Status SafetensorsWriter::WriteAll(const void* data, size_t n) {
     const ssize_t r = ::write(fd_, p, n);
     if (r < 0) {
       if (errno == EINTR) continue;
-      return Status(StatusCode::kResourceExhausted, tmp_path_ + ": write failed: " + ErrnoText());
+      return Status(StatusCode::kResourceExhausted,
+                    tmp_path_ + ": write failed: " + ErrnoMessage(errno));
     }
     p += r;
     n -= static_cast<size_t>(r);
@@ -135,12 +133,13 @@ Status SafetensorsWriter::Finish() {
   }
   if (::close(fd_) != 0) {
     fd_ = -1;
-    return Status(StatusCode::kResourceExhausted, tmp_path_ + ": close failed: " + ErrnoText());
+    return Status(StatusCode::kResourceExhausted,
+                  tmp_path_ + ": close failed: " + ErrnoMessage(errno));
   }
   fd_ = -1;
   if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     return Status(StatusCode::kResourceExhausted,
-                  "cannot rename " + tmp_path_ + " to " + path_ + ": " + ErrnoText());
+                  "cannot rename " + tmp_path_ + " to " + path_ + ": " + ErrnoMessage(errno));
   }
   finished_ = true;
   return Status::Ok();
@@ -259,7 +258,7 @@ Status CheckpointWriter::Finish() {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return Status(StatusCode::kResourceExhausted,
-                  "cannot rename " + tmp + " to " + path + ": " + ErrnoText());
+                  "cannot rename " + tmp + " to " + path + ": " + ErrnoMessage(errno));
   }
   return Status::Ok();
 }

@@ -8,42 +8,6 @@
 
 namespace deepinfer::tools {
 
-void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
-  cmd->add_option(
-      "--kv-budget", f->kv_budget,
-      "memory for the KV cache system: pages + per-sequence state (bytes, or 512M, 4G)");
-  cmd->add_option("--max-running", f->max_running, "most sequences in a step")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--prefill-chunk", f->prefill_chunk,
-                  "most prompt tokens of one sequence per step")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-batch-tokens", f->max_batch_tokens, "token budget of a step")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--prefix-cache", f->prefix_cache, "reuse cached prompt pages: on or off")
-      ->check(CLI::IsMember({"on", "off"}));
-  cmd->add_option("--async-schedule", f->async_schedule,
-                  "run the forward call while the previous step's tokens are delivered: on or off")
-      ->check(CLI::IsMember({"on", "off"}));
-  cmd->add_option("--mode", f->mode, "index-key mode: official or owner")
-      ->check(CLI::IsMember({"official", "owner"}));
-  cmd->add_option("--page-tokens", f->page_tokens, "positions per KV page (0 = default)");
-  cmd->add_option("--decoder-replay", f->decoder_replay,
-                  "layers after the last KV source run only on the last rows of a prefill "
-                  "(approximate): off, on (window + 12) or a row count; needs --prefix-cache off");
-  cmd->add_option("--spec", f->spec, "speculative decoding with the DSpark heads: dspark or off")
-      ->check(CLI::IsMember({"dspark", "off"}));
-  cmd->add_option("--spec-policy", f->spec_policy,
-                  "verified draft length: cost (confidence + step-cost scheduler), fixed, "
-                  "threshold")
-      ->check(CLI::IsMember({"cost", "fixed", "threshold"}));
-  cmd->add_option("--spec-length", f->spec_length,
-                  "drafts per step with --spec-policy fixed (0 = the whole block)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--spec-threshold", f->spec_threshold,
-                  "--spec-policy threshold: verify drafts while sigmoid(confidence) >= this")
-      ->check(CLI::Range(0.0, 1.0));
-}
-
 StatusOr<int64_t> DecoderReplayRows(const std::string& flag, int64_t window) {
   // DeepInfer's default keeps the window plus the longest backtrack (12).
   constexpr int64_t kBacktrack = 12;

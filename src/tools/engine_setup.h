@@ -2,7 +2,6 @@
 // folder with its tokenizer, the engine flags, and turning a request into text as it streams.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +14,10 @@
 #include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/structured_request.h"
+
+namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's own namespace
+class App;
+}  // namespace CLI
 
 namespace deepinfer::tools {
 
@@ -38,6 +41,7 @@ struct EngineFlags {
   double spec_threshold = 0.5;
 };
 
+// Adds the engine flags above to a command (engine_flags.cc).
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
 StatusOr<int64_t> ParseBytes(const std::string& text);
 // --decoder-replay: rows kept (0 = off) for a model whose window is `window`.

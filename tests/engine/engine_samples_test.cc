@@ -3,6 +3,7 @@
 // fixture model (bitwise against separate requests and a direct forward pass).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <map>
 #include <random>
@@ -29,12 +30,6 @@ struct SampleOut {
   int deliveries = 0;
 };
 
-uint32_t Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
 // Records every delivery under its (request, sample index).
 struct Recorder {
   std::map<std::pair<int, int64_t>, SampleOut> out;
@@ -44,7 +39,8 @@ struct Recorder {
       EXPECT_FALSE(s.finish) << "a delivery after the finish";
       ++s.deliveries;
       s.ids.insert(s.ids.end(), o.new_tokens.begin(), o.new_tokens.end());
-      for (const SampleResult& r : o.samples) s.logprob_bits.push_back(Bits(r.logprob));
+      for (const SampleResult& r : o.samples)
+        s.logprob_bits.push_back(std::bit_cast<uint32_t>(r.logprob));
       if (!o.prompt_logprobs.empty()) s.prompt_logprobs = o.prompt_logprobs;
       if (o.finished) s.finish = o.finished;
       EXPECT_TRUE(o.error.ok()) << o.error.ToString();
@@ -227,7 +223,8 @@ TEST(EngineSamplesTest, PromptLogprobsEqualADirectForwardUnderChunkingAndPreempt
             << (s.finish ? FinishReasonName(*s.finish) : "none") << " ids " << s.ids.size();
         for (size_t i = 0; i < want.size(); ++i) {
           EXPECT_EQ(s.prompt_logprobs[i].token, prompt[i + 1]);
-          EXPECT_EQ(Bits(s.prompt_logprobs[i].logprob), Bits(want[i].logprob));
+          EXPECT_EQ(std::bit_cast<uint32_t>(s.prompt_logprobs[i].logprob),
+                    std::bit_cast<uint32_t>(want[i].logprob));
           ASSERT_EQ(s.prompt_logprobs[i].top.size(), 3u);
           for (size_t t = 0; t < 3; ++t) {
             EXPECT_EQ(s.prompt_logprobs[i].top[t].token, want[i].top[t].token);
@@ -315,7 +312,9 @@ TEST_F(EngineSamplesModelTest, SamplesEqualSeparateRequestsAndPromptLogprobsEqua
     for (const auto& [key, s] : rec->out) {
       ASSERT_EQ(s.prompt_logprobs.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_EQ(Bits(s.prompt_logprobs[i].logprob), Bits(want[i].logprob)) << "position " << i;
+        EXPECT_EQ(std::bit_cast<uint32_t>(s.prompt_logprobs[i].logprob),
+                  std::bit_cast<uint32_t>(want[i].logprob))
+            << "position " << i;
         EXPECT_EQ(s.prompt_logprobs[i].top[0].token, want[i].top[0].token);
       }
     }

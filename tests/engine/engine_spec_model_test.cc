@@ -17,7 +17,7 @@
 namespace deepinfer::engine {
 namespace {
 
-struct Out {
+struct SpecRunOut {
   std::vector<int32_t> ids;
   std::vector<uint32_t> logprob_bits;
   int64_t prefix_hit = 0;
@@ -29,10 +29,11 @@ class EngineSpecModelTest : public testing::FixtureModelTest {
     return RandomPrompts(n, seed, shared, /*max_len=*/40, /*id_margin=*/4);
   }
 
-  static std::vector<Out> Run(const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
-                              const spec::SpecOptions& so, int64_t budget_pages, bool prefix_cache,
-                              std::vector<int> submit_step = {}, EngineStats* stats = nullptr,
-                              float temperature = 0.0f) {
+  static std::vector<SpecRunOut> Run(const std::vector<std::vector<int32_t>>& prompts,
+                                     int max_tokens, const spec::SpecOptions& so,
+                                     int64_t budget_pages, bool prefix_cache,
+                                     std::vector<int> submit_step = {},
+                                     EngineStats* stats = nullptr, float temperature = 0.0f) {
     DeepSeekRunnerOptions ro;
     ro.index_key_mode = model::IndexKeyMode::kOwner;
     ro.page_tokens = 8;
@@ -50,7 +51,7 @@ class EngineSpecModelTest : public testing::FixtureModelTest {
     eo.spec = so;
     auto engine = Engine::Create(runner->get(), eo, &model_->pool());
     EXPECT_TRUE(engine.ok()) << engine.status().ToString();
-    std::vector<Out> outs(prompts.size());
+    std::vector<SpecRunOut> outs(prompts.size());
     if (submit_step.empty()) submit_step.assign(prompts.size(), 0);
     size_t next = 0;
     for (int step = 0; next < prompts.size() || !(*engine)->idle(); ++step) {
@@ -63,7 +64,7 @@ class EngineSpecModelTest : public testing::FixtureModelTest {
         r.params.ignore_eos = true;
         r.params.logprobs = true;
         r.speculative = next % 5 != 4;  // mixed: some requests opt out
-        Out* o = &outs[next];
+        SpecRunOut* o = &outs[next];
         r.on_output = [o](const RequestOutput& ro) {
           o->ids.insert(o->ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
           for (const SampleResult& s : ro.samples) {
@@ -84,7 +85,7 @@ class EngineSpecModelTest : public testing::FixtureModelTest {
     return outs;
   }
 
-  static void ExpectSame(const std::vector<Out>& a, const std::vector<Out>& b,
+  static void ExpectSame(const std::vector<SpecRunOut>& a, const std::vector<SpecRunOut>& b,
                          const std::string& what) {
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
@@ -107,11 +108,11 @@ spec::SpecOptions Spec(spec::SpecPolicy policy) {
 
 TEST_F(EngineSpecModelTest, GreedyMixedBatchEqualsSpecOff) {
   const auto prompts = Prompts(12, 31);
-  const std::vector<Out> off = Run(prompts, 10, spec::SpecOptions{}, 1024, false);
+  const std::vector<SpecRunOut> off = Run(prompts, 10, spec::SpecOptions{}, 1024, false);
   for (const spec::SpecPolicy policy :
        {spec::SpecPolicy::kFixed, spec::SpecPolicy::kThreshold, spec::SpecPolicy::kCostModel}) {
     EngineStats stats;
-    const std::vector<Out> on = Run(prompts, 10, Spec(policy), 1024, false, {}, &stats);
+    const std::vector<SpecRunOut> on = Run(prompts, 10, Spec(policy), 1024, false, {}, &stats);
     ExpectSame(off, on, "policy " + std::to_string(static_cast<int>(policy)));
     EXPECT_GT(stats.spec.draft_calls, 0);
     if (policy == spec::SpecPolicy::kFixed) EXPECT_GT(stats.spec.verified, 0);
@@ -121,9 +122,10 @@ TEST_F(EngineSpecModelTest, GreedyMixedBatchEqualsSpecOff) {
 TEST_F(EngineSpecModelTest, SampledOutputEqualsSpecOff) {
   // Greedy drafts are point masses: the verified token is the sampler's own draw.
   const auto prompts = Prompts(6, 37);
-  const std::vector<Out> off = Run(prompts, 8, spec::SpecOptions{}, 1024, false, {}, nullptr, 1.0f);
+  const std::vector<SpecRunOut> off =
+      Run(prompts, 8, spec::SpecOptions{}, 1024, false, {}, nullptr, 1.0f);
   EngineStats stats;
-  const std::vector<Out> on =
+  const std::vector<SpecRunOut> on =
       Run(prompts, 8, Spec(spec::SpecPolicy::kFixed), 1024, false, {}, &stats, 1.0f);
   ExpectSame(off, on, "sampled");
   EXPECT_GT(stats.spec.verified, 0);
@@ -132,15 +134,15 @@ TEST_F(EngineSpecModelTest, SampledOutputEqualsSpecOff) {
 TEST_F(EngineSpecModelTest, PrefixHitsAndPreemptionEqualSpecOff) {
   const auto prompts = Prompts(5, 41, /*shared=*/35);
   const std::vector<int> submit = {0, 30, 30, 31, 32};
-  const std::vector<Out> off = Run(prompts, 8, spec::SpecOptions{}, 1024, false, submit);
+  const std::vector<SpecRunOut> off = Run(prompts, 8, spec::SpecOptions{}, 1024, false, submit);
   EngineStats stats;
-  const std::vector<Out> warm =
+  const std::vector<SpecRunOut> warm =
       Run(prompts, 8, Spec(spec::SpecPolicy::kFixed), 1024, true, submit, &stats);
   EXPECT_GT(stats.kv.prefix_hits, 0);
   EXPECT_EQ(warm[1].prefix_hit, 32);
   ExpectSame(off, warm, "prefix");
   EngineStats tight_stats;
-  const std::vector<Out> tight =
+  const std::vector<SpecRunOut> tight =
       Run(Prompts(8, 43), 8, Spec(spec::SpecPolicy::kFixed), 9, false, {}, &tight_stats);
   EXPECT_GT(tight_stats.preemptions, 0);
   ExpectSame(Run(Prompts(8, 43), 8, spec::SpecOptions{}, 1024, false), tight, "preempted");

@@ -20,7 +20,7 @@ namespace {
 
 using testing::SpecFakeRunner;
 
-struct Out {
+struct RunOut {
   std::vector<int32_t> ids;
   std::vector<uint32_t> logprob_bits;
   FinishReason finish = FinishReason::kError;
@@ -43,9 +43,9 @@ struct RunConfig {
   bool async = true;
 };
 
-std::vector<Out> RunEngine(SpecFakeRunner* runner, const std::vector<Case>& cases,
-                           const RunConfig& rc, EngineStats* stats = nullptr,
-                           std::vector<int> submit_step = {}) {
+std::vector<RunOut> RunEngine(SpecFakeRunner* runner, const std::vector<Case>& cases,
+                              const RunConfig& rc, EngineStats* stats = nullptr,
+                              std::vector<int> submit_step = {}) {
   EngineOptions eo;
   eo.kv_budget_bytes =
       rc.budget_pages * runner->page_bytes() + rc.max_running * runner->sequence_bytes();
@@ -58,7 +58,7 @@ std::vector<Out> RunEngine(SpecFakeRunner* runner, const std::vector<Case>& case
   eo.spec = rc.spec;
   auto engine = Engine::Create(runner, eo);
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
-  std::vector<Out> outs(cases.size());
+  std::vector<RunOut> outs(cases.size());
   if (submit_step.empty()) submit_step.assign(cases.size(), 0);
   size_t next = 0;
   for (int step = 0; next < cases.size() || !(*engine)->idle(); ++step) {
@@ -68,7 +68,7 @@ std::vector<Out> RunEngine(SpecFakeRunner* runner, const std::vector<Case>& case
       r.prompt = c.prompt;
       r.params = c.params;
       r.speculative = c.speculative;
-      Out* o = &outs[next];
+      RunOut* o = &outs[next];
       if (c.stop_on_token >= 0) {
         const int32_t stop = c.stop_on_token;
         r.stop_check = [stop](std::span<const int32_t> out) { return out.back() == stop; };
@@ -124,7 +124,7 @@ std::vector<Case> Cases(int n, uint64_t seed, int vocab, int shared = 0) {
   return cases;
 }
 
-void ExpectSame(const std::vector<Out>& a, const std::vector<Out>& b, const char* what) {
+void ExpectSame(const std::vector<RunOut>& a, const std::vector<RunOut>& b, const char* what) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].ids, b[i].ids) << what << " request " << i;
@@ -140,7 +140,7 @@ TEST(EngineSpecTest, PointMassDraftsGiveThePlainOutputUnderEveryPolicy) {
   SpecFakeRunner off_runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
                             SpecFakeRunner::Drafter::kGreedyNoisy);
   EngineStats plain_stats;
-  const std::vector<Out> plain = RunEngine(&off_runner, cases, RunConfig{}, &plain_stats);
+  const std::vector<RunOut> plain = RunEngine(&off_runner, cases, RunConfig{}, &plain_stats);
   struct Policy {
     spec::SpecPolicy policy;
     int64_t fixed;
@@ -162,7 +162,7 @@ TEST(EngineSpecTest, PointMassDraftsGiveThePlainOutputUnderEveryPolicy) {
       rc.spec.cost_fixed_s = p.cost_fixed;
       rc.spec.cost_per_row_s = p.cost_row;
       EngineStats stats;
-      const std::vector<Out> spec_out = RunEngine(&runner, cases, rc, &stats);
+      const std::vector<RunOut> spec_out = RunEngine(&runner, cases, rc, &stats);
       ExpectSame(plain, spec_out, "spec");
       EXPECT_GT(runner.speculative_calls(), 0);
       EXPECT_GT(stats.spec.accepted, 0);
@@ -189,7 +189,7 @@ TEST(EngineSpecTest, PreemptionAndPrefixHitsChangeNothing) {
   off.prefix_cache = false;
   SpecFakeRunner r0(kVocab, 8, SpecFakeRunner::Target::kHistory,
                     SpecFakeRunner::Drafter::kGreedyNoisy);
-  const std::vector<Out> plain = RunEngine(&r0, cases, off);
+  const std::vector<RunOut> plain = RunEngine(&r0, cases, off);
   RunConfig tight;
   tight.spec.mode = spec::SpecMode::kDSpark;
   tight.spec.policy = spec::SpecPolicy::kFixed;
@@ -232,10 +232,10 @@ TEST(EngineSpecTest, SampledDraftsFollowTheTargetDistribution) {
   rc.spec.mode = spec::SpecMode::kDSpark;
   rc.spec.policy = spec::SpecPolicy::kFixed;
   EngineStats stats;
-  const std::vector<Out> outs = RunEngine(&runner, cases, rc, &stats);
+  const std::vector<RunOut> outs = RunEngine(&runner, cases, rc, &stats);
   std::vector<int64_t> count(kV, 0);
   int64_t n = 0;
-  for (const Out& o : outs) {
+  for (const RunOut& o : outs) {
     ASSERT_EQ(o.ids.size(), 12u);
     for (int32_t t : o.ids) {
       ++count[t];

@@ -13,7 +13,7 @@ namespace {
 
 using testing::FakeRunner;
 
-struct Spec {
+struct RequestSpec {
   std::vector<int32_t> prompt;
   SamplingParams params;
   int priority = 0;
@@ -27,7 +27,7 @@ struct Result {
 };
 
 // Runs `specs` through one engine; checks integrity after every step.
-std::vector<Result> RunAll(const std::vector<Spec>& specs, EngineOptions options,
+std::vector<Result> RunAll(const std::vector<RequestSpec>& specs, EngineOptions options,
                            int64_t page_tokens = 4, EngineStats* stats = nullptr) {
   FakeRunner runner(/*vocab=*/64, page_tokens);
   options.check_integrity = true;
@@ -69,13 +69,13 @@ std::vector<Result> RunAll(const std::vector<Spec>& specs, EngineOptions options
   return results;
 }
 
-std::vector<Spec> MixedSpecs(int n, uint64_t seed, int shared_prefix = 0) {
+std::vector<RequestSpec> MixedSpecs(int n, uint64_t seed, int shared_prefix = 0) {
   std::mt19937_64 rng(seed);
   std::vector<int32_t> prefix(shared_prefix);
   for (int32_t& t : prefix) t = static_cast<int32_t>(2 + rng() % 62);
-  std::vector<Spec> specs(n);
+  std::vector<RequestSpec> specs(n);
   for (int i = 0; i < n; ++i) {
-    Spec& s = specs[i];
+    RequestSpec& s = specs[i];
     s.prompt = prefix;
     const int len = 1 + static_cast<int>(rng() % 40);
     for (int k = 0; k < len; ++k) s.prompt.push_back(static_cast<int32_t>(2 + rng() % 62));
@@ -102,7 +102,7 @@ EngineOptions Options(int64_t budget_pages, int64_t max_running, int64_t chunk,
 }
 
 TEST(EngineTest, HundredsOfMixedRequestsEqualRunningEachAlone) {
-  const std::vector<Spec> specs = MixedSpecs(240, 7);
+  const std::vector<RequestSpec> specs = MixedSpecs(240, 7);
   EngineStats stats;
   const std::vector<Result> batched = RunAll(specs, Options(4096, 32, 7), 4, &stats);
   EXPECT_GT(stats.steps, 0);
@@ -120,7 +120,7 @@ TEST(EngineTest, HundredsOfMixedRequestsEqualRunningEachAlone) {
 }
 
 TEST(EngineTest, PrefixHitsEqualColdRunsAndAreCounted) {
-  const std::vector<Spec> specs = MixedSpecs(60, 11, /*shared_prefix=*/37);
+  const std::vector<RequestSpec> specs = MixedSpecs(60, 11, /*shared_prefix=*/37);
   EngineStats warm_stats, cold_stats;
   const std::vector<Result> warm = RunAll(specs, Options(4096, 4, 16, true), 4, &warm_stats);
   const std::vector<Result> cold = RunAll(specs, Options(4096, 4, 16, false), 4, &cold_stats);
@@ -139,7 +139,7 @@ TEST(EngineTest, PrefixHitsEqualColdRunsAndAreCounted) {
 }
 
 TEST(EngineTest, PreemptionUnderATinyBudgetChangesNoOutput) {
-  const std::vector<Spec> specs = MixedSpecs(80, 23);
+  const std::vector<RequestSpec> specs = MixedSpecs(80, 23);
   EngineStats tight_stats;
   // 20 pages of 4 positions: a few long sequences fill the pool and must be preempted.
   const std::vector<Result> tight = RunAll(specs, Options(20, 8, 5), 4, &tight_stats);

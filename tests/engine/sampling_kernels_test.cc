@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include "engine/sampling/sampling_kernels.h"
 #include "engine/sampling/top_p_select.h"
 #include "kernels/cpu/exp_f32.h"
@@ -28,12 +29,6 @@ std::vector<float> RandomLogits(int64_t n, uint32_t seed, float sigma) {
 
 bool HasAvx512() { return GetCpuFeatures().BestLevel() == CpuLevel::kAvx512; }
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 // Every pass of the AVX-512 table equals the scalar one bit for bit, at lengths with and without
 // a partial last vector.
 TEST(SamplingKernels, Avx512MatchesScalarBitForBit) {
@@ -48,7 +43,8 @@ TEST(SamplingKernels, Avx512MatchesScalarBitForBit) {
     std::vector<float> a(n), b(n);
     s.masked_copy(x.data(), bits.data(), n, a.data());
     v.masked_copy(x.data(), bits.data(), n, b.data());
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(Bits(a[i]), Bits(b[i])) << n << " " << i;
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << n << " " << i;
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(a[i] == kNegInf, !((bits[i / 32] >> (i % 32)) & 1) || x[i] == kNegInf);
     }
@@ -59,10 +55,12 @@ TEST(SamplingKernels, Avx512MatchesScalarBitForBit) {
     ExpScanStats sa, sb;
     s.exp_scan(a.data(), n, ma.max, 1.3f, &sa);
     v.exp_scan(b.data(), n, mb.max, 1.3f, &sb);
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(Bits(a[i]), Bits(b[i])) << n << " " << i;
-    EXPECT_EQ(Bits(sa.sum), Bits(sb.sum));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << n << " " << i;
+    EXPECT_EQ(std::bit_cast<uint32_t>(sa.sum), std::bit_cast<uint32_t>(sb.sum));
     for (int j = 0; j < kExpLevels; ++j) {
-      EXPECT_EQ(Bits(sa.level_mass[j]), Bits(sb.level_mass[j]));
+      EXPECT_EQ(std::bit_cast<uint32_t>(sa.level_mass[j]),
+                std::bit_cast<uint32_t>(sb.level_mass[j]));
       EXPECT_EQ(sa.level_count[j], sb.level_count[j]);
     }
     std::vector<float> va(n + 16), vb(n + 16);

@@ -15,8 +15,6 @@ using testing::RawTensor;
 using testing::TempDir;
 using testing::WriteFile;
 
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
-
 bool Contains(const Status& s, const std::string& what) {
   return s.message().find(what) != std::string::npos;
 }
@@ -36,7 +34,8 @@ struct ShardedFixture {
       const std::function<void(std::map<std::string, std::string>&)>& edit = nullptr,
       const std::function<void(std::vector<RawTensor>&, std::vector<RawTensor>&)>& edit_shards =
           nullptr) {
-    StatusOr<SafetensorsFile> f = SafetensorsFile::Open(kFixtureDir + "/model.safetensors");
+    StatusOr<SafetensorsFile> f =
+        SafetensorsFile::Open(testing::kFixtureDir + "/model.safetensors");
     CHECK(f.ok()) << f.status().ToString();
     std::vector<RawTensor> a, b;
     std::map<std::string, std::string> weight_map;
@@ -66,7 +65,7 @@ struct ShardedFixture {
 
 TEST(Checkpoint, OpensFixtureDirectoryAsSingleFile) {
   // The fixture folder also holds golden.safetensors: model.safetensors alone must be chosen.
-  StatusOr<Checkpoint> c = Checkpoint::Open(kFixtureDir);
+  StatusOr<Checkpoint> c = Checkpoint::Open(testing::kFixtureDir);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->files().size(), 1u);
   EXPECT_EQ(c->num_tensors(), 411u);
@@ -75,15 +74,16 @@ TEST(Checkpoint, OpensFixtureDirectoryAsSingleFile) {
   const TensorView* v = c->Find("layers.1.attn.wkv.scale");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->shape, (std::vector<int64_t>{2, 8}));
-  EXPECT_EQ(c->FileOf("layers.1.attn.wkv.scale")->path(), kFixtureDir + "/model.safetensors");
+  EXPECT_EQ(c->FileOf("layers.1.attn.wkv.scale")->path(),
+            testing::kFixtureDir + "/model.safetensors");
   StatusOr<TensorView> missing = c->Get("nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(Contains(missing.status(), "\"nope\" not found"));
-  EXPECT_TRUE(Contains(missing.status(), kFixtureDir));
+  EXPECT_TRUE(Contains(missing.status(), testing::kFixtureDir));
 }
 
 TEST(Checkpoint, OpensASingleFilePath) {
-  StatusOr<Checkpoint> c = Checkpoint::Open(kFixtureDir + "/golden.safetensors");
+  StatusOr<Checkpoint> c = Checkpoint::Open(testing::kFixtureDir + "/golden.safetensors");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_GT(c->num_tensors(), 0u);
   EXPECT_EQ(c->files().size(), 1u);
@@ -91,7 +91,7 @@ TEST(Checkpoint, OpensASingleFilePath) {
 
 TEST(Checkpoint, ShardedEqualsUnshardedByteForByte) {
   ShardedFixture sharded;
-  StatusOr<Checkpoint> whole = Checkpoint::Open(kFixtureDir);
+  StatusOr<Checkpoint> whole = Checkpoint::Open(testing::kFixtureDir);
   StatusOr<Checkpoint> split = Checkpoint::Open(sharded.dir.path());
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   ASSERT_TRUE(split.ok()) << split.status().ToString();

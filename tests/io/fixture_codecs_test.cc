@@ -15,11 +15,10 @@
 #include "core/e4m3.h"
 #include "core/ue8m0.h"
 #include "io/checkpoint.h"
+#include "test_files.h"
 
 namespace deepinfer::io {
 namespace {
-
-const std::string kFixture = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -28,7 +27,7 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 class FixtureCodecs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto ckpt = Checkpoint::Open(kFixture, CheckpointOptions{.show_progress = false});
+    auto ckpt = Checkpoint::Open(testing::kFixtureDir, CheckpointOptions{.show_progress = false});
     ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
     ckpt_ = new Checkpoint(std::move(ckpt).value());
   }

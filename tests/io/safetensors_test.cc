@@ -17,9 +17,6 @@ using testing::RawTensor;
 using testing::TempDir;
 using testing::WriteFile;
 
-const std::string kFixture =
-    std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a/model.safetensors";
-
 std::string Hex(const TensorView& v, size_t n) {
   static const char* kDigits = "0123456789abcdef";
   std::string s;
@@ -38,7 +35,7 @@ uint64_t ByteSum(const TensorView& v) {
 }
 
 TEST(SafetensorsFixture, CountsByDtypeAndOrder) {
-  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(kFixture);
+  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(testing::kFixtureFile);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   std::map<DType, int> counts;
   for (const SafetensorsTensor& t : f->tensors()) counts[t.view.dtype]++;
@@ -60,7 +57,7 @@ TEST(SafetensorsFixture, CountsByDtypeAndOrder) {
 }
 
 TEST(SafetensorsFixture, KnownShapesAndBytes) {
-  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(kFixture);
+  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(testing::kFixtureFile);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   struct Expect {
     const char* name;
@@ -101,7 +98,7 @@ TEST(SafetensorsFixture, KnownShapesAndBytes) {
 }
 
 TEST(SafetensorsFixture, ViewsInsideMappingAndAligned) {
-  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(kFixture);
+  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(testing::kFixtureFile);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   ASSERT_NE(f->mapping(), nullptr);
   const std::byte* lo = f->mapping()->data() + f->data_offset();
@@ -115,7 +112,7 @@ TEST(SafetensorsFixture, ViewsInsideMappingAndAligned) {
 }
 
 TEST(SafetensorsFixture, ViewsSurviveMove) {
-  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(kFixture);
+  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(testing::kFixtureFile);
   ASSERT_TRUE(f.ok());
   const std::byte* before = f->Find("norm.weight")->data;
   SafetensorsFile moved = std::move(f).value();
@@ -125,7 +122,7 @@ TEST(SafetensorsFixture, ViewsSurviveMove) {
 }
 
 TEST(SafetensorsFile, GetMissingNamesFileAndTensor) {
-  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(kFixture);
+  StatusOr<SafetensorsFile> f = SafetensorsFile::Open(testing::kFixtureFile);
   ASSERT_TRUE(f.ok());
   StatusOr<TensorView> v = f->Get("layers.99.nope");
   ASSERT_FALSE(v.ok());
@@ -304,7 +301,7 @@ TEST(SafetensorsFile, EmptyAndMissingFiles) {
 TEST(SafetensorsFile, EveryPrefixOfTheFixtureHeaderIsRefusedCleanly) {
   // Truncations anywhere in the length or header must be errors, never crashes; past the
   // header, they are "out of range" for the last tensors.
-  StatusOr<MappedFile> m = MappedFile::Open(kFixture);
+  StatusOr<MappedFile> m = MappedFile::Open(testing::kFixtureFile);
   ASSERT_TRUE(m.ok());
   for (size_t n : {size_t{0}, size_t{7}, size_t{8}, size_t{100}, size_t{40183}, size_t{40184},
                    size_t{40185}, size_t{5725507}}) {

@@ -21,9 +21,6 @@ using testing::BuildSafetensors;
 using testing::RawTensor;
 using testing::TempDir;
 
-const std::string kFixture =
-    std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a/model.safetensors";
-
 struct Sample {
   std::vector<TensorEntry> entries;
   std::vector<std::string> data;  // bytes per tensor
@@ -96,7 +93,7 @@ TEST(SafetensorsWriter, SingleFileRoundTripsAndMatchesIndependentBuilder) {
 }
 
 TEST(SafetensorsWriter, RewritesTheFixtureTensorForTensor) {
-  StatusOr<SafetensorsFile> src = SafetensorsFile::Open(kFixture);
+  StatusOr<SafetensorsFile> src = SafetensorsFile::Open(testing::kFixtureFile);
   ASSERT_TRUE(src.ok()) << src.status().ToString();
   std::vector<TensorEntry> entries;
   for (const SafetensorsTensor& t : src->tensors()) {

@@ -13,6 +13,10 @@
 
 namespace deepinfer::io::testing {
 
+// The v41-tiny-a fixture checkpoint (../shared/fixtures), a folder and its single file.
+inline const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+inline const std::string kFixtureFile = kFixtureDir + "/model.safetensors";
+
 class TempDir {
  public:
   TempDir() {

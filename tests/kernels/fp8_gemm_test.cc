@@ -18,6 +18,7 @@
 #include "kernels/cpu/fp8_gemm.h"
 #include "kernels/cpu/fp8_gemm_internal.h"
 #include "kernels/cpu/fp8_gemm_ref.h"
+#include "level_test_util.h"
 
 namespace deepinfer::kernels {
 namespace {
@@ -25,8 +26,8 @@ namespace {
 using fp8_internal::Avx512Path;
 using fp8_internal::OutView;
 
-bool HaveAvx512() { return GetCpuFeatures().BestLevel() == CpuLevel::kAvx512; }
-bool HaveAvx2() { return GetCpuFeatures().avx2_fma; }
+using test_util::HaveAvx2;
+using test_util::HaveAvx512;
 
 struct Weights {
   int64_t n, k;

@@ -21,8 +21,8 @@ namespace {
 
 using test_util::RandomBf16;
 
-bool HaveAvx512() { return GetCpuFeatures().BestLevel() >= CpuLevel::kAvx512; }
-bool HaveAvx2() { return GetCpuFeatures().BestLevel() >= CpuLevel::kAvx2; }
+using test_util::HaveAvx2;
+using test_util::HaveAvx512;
 
 std::vector<float> RandomF32(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);

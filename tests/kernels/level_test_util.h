@@ -22,6 +22,10 @@ inline std::vector<CpuLevel> AvailableLevels() {
   return levels;
 }
 
+// Whether this CPU runs the AVX2 / AVX-512 kernels (a test of a vector path skips without it).
+inline bool HaveAvx2() { return GetCpuFeatures().BestLevel() >= CpuLevel::kAvx2; }
+inline bool HaveAvx512() { return GetCpuFeatures().BestLevel() >= CpuLevel::kAvx512; }
+
 // The raw bits of an fp32 or bf16 output buffer, one uint32 per element, for bitwise comparison.
 inline std::vector<uint32_t> OutputBits(const std::vector<uint8_t>& buf, DType dt) {
   std::vector<uint32_t> bits;

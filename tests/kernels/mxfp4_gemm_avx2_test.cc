@@ -15,45 +15,14 @@
 #include "kernels/cpu/mxfp4_gemm.h"
 #include "kernels/cpu/mxfp4_gemm_kernels.h"
 #include "level_test_util.h"
+#include "mxfp4_test_util.h"
 
 namespace deepinfer::kernels {
 namespace {
 
 using test_util::OutputBits;
 
-struct Weights {
-  int64_t n, k;
-  std::vector<uint8_t> weight;  // [n, k/2]
-  std::vector<uint8_t> scale;   // [n, k/32]
-};
-
-Weights RandomWeights(int64_t n, int64_t k, uint32_t seed, int lo, int hi) {
-  std::mt19937 rng(seed);
-  Weights w{n, k, std::vector<uint8_t>(n * k / 2), std::vector<uint8_t>(n * k / 32)};
-  for (auto& b : w.weight) b = static_cast<uint8_t>(rng());
-  std::uniform_int_distribution<int> sd(lo, hi);
-  for (auto& s : w.scale) s = static_cast<uint8_t>(sd(rng));
-  return w;
-}
-
-// m rows of quantizer outputs (bf16 q·s, N(0, sigma) with outliers), rows ldx apart, NaN gaps.
-std::vector<uint16_t> RandomActivations(int64_t m, int64_t k, int64_t ldx, uint32_t seed,
-                                        float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, sigma);
-  std::vector<uint16_t> x(k), xq(m * ldx, 0x7FC0);
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t i = 0; i < k; ++i) {
-      float v = nd(rng);
-      if (i % 97 == 5) v *= 300.0f;
-      if (i % 89 == 3) v *= 1e-6f;
-      x[i] = FloatToBf16(v);
-    }
-    QuantizeActScaledBf16Ref(x.data(), k, xq.data() + r * ldx);
-  }
-  return xq;
-}
-
+using test_util::Mxfp4Weights;
 enum class Path { kGemv, kPanelGemm, kPublic };
 
 void Run(Path path, const Mxfp4Call& call, ThreadPool* pool) {
@@ -86,11 +55,12 @@ struct Shape {
 
 void ExpectMatchesRef(Path path, const Shape& s, int lo, int hi, float sigma, ThreadPool* pool,
                       uint32_t seed) {
-  const Weights w = RandomWeights(s.n, s.k, seed, lo, hi);
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(s.n, s.k, seed, lo, hi);
   const Mxfp4Source src{w.weight.data(), w.scale.data(), s.n};
   auto packed = PackedMxfp4Matrix::Pack({&src, 1}, s.k);
   ASSERT_TRUE(packed.ok()) << packed.status().ToString();
-  const std::vector<uint16_t> xq = RandomActivations(s.m, s.k, s.ldx, seed + 1, sigma);
+  const std::vector<uint16_t> xq =
+      test_util::RandomStridedActivations(s.m, s.k, s.ldx, seed + 1, sigma);
   for (DType dt : {DType::kF32, DType::kBF16}) {
     const size_t es = dt == DType::kF32 ? 4 : 2;
     std::vector<uint8_t> want(s.m * s.ldo * es, 0xAB), got(s.m * s.ldo * es, 0xAB);
@@ -106,7 +76,7 @@ void ExpectMatchesRef(Path path, const Shape& s, int lo, int hi, float sigma, Th
   }
 }
 
-bool HaveAvx2() { return GetCpuFeatures().BestLevel() >= CpuLevel::kAvx2; }
+using test_util::HaveAvx2;
 
 TEST(Mxfp4GemmAvx2, BitIdenticalToReferenceOverOddShapes) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2";
@@ -157,11 +127,11 @@ TEST(Mxfp4GemmAvx2, PanelGemmSeveralRowBlocks) {
 TEST(Mxfp4GemmAvx2, RowsMatchSmallBatches) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2";
   const int64_t n = 160, k = 320, m = kMxfp4Avx2PanelGemmMinRows + 9;
-  const Weights w = RandomWeights(n, k, 77, 118, 132);
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 77, 118, 132);
   const Mxfp4Source src{w.weight.data(), w.scale.data(), n};
   auto packed = PackedMxfp4Matrix::Pack({&src, 1}, k);
   ASSERT_TRUE(packed.ok());
-  const std::vector<uint16_t> xq = RandomActivations(m, k, k, 78);
+  const std::vector<uint16_t> xq = test_util::RandomStridedActivations(m, k, k, 78);
   ThreadPool pool2(2);
   std::vector<float> all(m * n);
   Mxfp4GemmAt(CpuLevel::kAvx2, packed->view(), xq.data(), m, k, all.data(), DType::kF32, n, &pool2);

@@ -15,6 +15,7 @@
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/mxfp4_gemm.h"
 #include "level_test_util.h"
+#include "mxfp4_test_util.h"
 
 namespace deepinfer::kernels {
 namespace {
@@ -22,26 +23,11 @@ namespace {
 using test_util::AvailableLevels;
 using test_util::OutputBits;
 
-struct Mxfp4Weights {
-  int64_t n, k;
-  std::vector<uint8_t> weight;  // [n, k/2]
-  std::vector<uint8_t> scale;   // [n, k/32]
-  Mxfp4Source source() const { return {weight.data(), scale.data(), n}; }
-};
+using test_util::Mxfp4Weights;
 
 StatusOr<PackedMxfp4Matrix> PackOne(const Mxfp4Weights& w) {
   const Mxfp4Source src = w.source();
   return PackedMxfp4Matrix::Pack({&src, 1}, w.k);
-}
-
-// Random nibbles; scale codes uniform in [lo, hi].
-Mxfp4Weights RandomWeights(int64_t n, int64_t k, uint32_t seed, int lo = 120, int hi = 130) {
-  std::mt19937 rng(seed);
-  Mxfp4Weights w{n, k, std::vector<uint8_t>(n * k / 2), std::vector<uint8_t>(n * k / 32)};
-  for (auto& b : w.weight) b = static_cast<uint8_t>(rng());
-  std::uniform_int_distribution<int> sd(lo, hi);
-  for (auto& s : w.scale) s = static_cast<uint8_t>(sd(rng));
-  return w;
 }
 
 // m rows of k quantizer outputs (bf16 q·s) from N(0, sigma) inputs with occasional outliers.
@@ -90,7 +76,7 @@ void Dequant64(const Mxfp4Weights& w, const uint16_t* x, int64_t r, double* valu
 
 TEST(Mxfp4Gemm, ReferenceMatchesFloat64Dequant) {
   const int64_t n = 37, k = 320, m = 3;
-  const Mxfp4Weights w = RandomWeights(n, k, 1);
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 1);
   const std::vector<uint16_t> xq = RandomActivations(m, k, 2);
   const std::vector<uint8_t> out = RunRef(w, xq, m, DType::kF32);
   for (int64_t i = 0; i < m; ++i) {
@@ -109,7 +95,8 @@ TEST(Mxfp4Gemm, AllLevelsBitIdenticalToReference) {
   ThreadPool pool2(2);
   for (int64_t n : {1, 17, 64, 100, 130, 192}) {
     for (int64_t k : {32, 96, 256}) {
-      const Mxfp4Weights w = RandomWeights(n, k, static_cast<uint32_t>(n * 1000 + k));
+      const Mxfp4Weights w =
+          test_util::RandomMxfp4Weights(n, k, static_cast<uint32_t>(n * 1000 + k));
       auto packed = PackOne(w);
       ASSERT_TRUE(packed.ok()) << packed.status().ToString();
       for (int64_t m : {1, 2, 3, 5, 8, 9, 13}) {
@@ -157,7 +144,7 @@ TEST(Mxfp4Gemm, EveryNibbleDecodesExactly) {
 // Scale codes at both ends of the range: subnormal 2^-127, huge 2^127 (inf outputs included).
 TEST(Mxfp4Gemm, ExtremeScalesBitIdentical) {
   const int64_t n = 70, k = 128, m = 3;
-  Mxfp4Weights w = RandomWeights(n, k, 7);
+  Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 7);
   const uint8_t codes[] = {0, 1, 2, 100, 126, 127, 128, 200, 253, 254};
   for (size_t i = 0; i < w.scale.size(); ++i) w.scale[i] = codes[(i * 7 + i / 5) % 10];
   auto packed = PackOne(w);
@@ -192,7 +179,7 @@ TEST(Mxfp4Gemm, ExtremeScalesBitIdentical) {
 // Row m of a batch is the same bits whatever the batch size and thread count.
 TEST(Mxfp4Gemm, BatchAndThreadInvariance) {
   const int64_t n = 200, k = 512;
-  const Mxfp4Weights w = RandomWeights(n, k, 11);
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 11);
   auto packed = PackOne(w);
   ASSERT_TRUE(packed.ok());
   const std::vector<uint16_t> xq = RandomActivations(40, k, 12);
@@ -220,7 +207,8 @@ TEST(Mxfp4Gemm, BatchAndThreadInvariance) {
 
 TEST(Mxfp4Gemm, FusedW1W3IsConcatenation) {
   const int64_t inter = 96, k = 256, m = 5;
-  const Mxfp4Weights w1 = RandomWeights(inter, k, 21), w3 = RandomWeights(inter, k, 22);
+  const Mxfp4Weights w1 = test_util::RandomMxfp4Weights(inter, k, 21),
+                     w3 = test_util::RandomMxfp4Weights(inter, k, 22);
   auto fused = PackedMxfp4Matrix::PackFused(w1.source(), w3.source(), k);
   ASSERT_TRUE(fused.ok());
   EXPECT_EQ(fused->n(), 2 * inter);
@@ -236,7 +224,7 @@ TEST(Mxfp4Gemm, FusedW1W3IsConcatenation) {
 
 TEST(Mxfp4Gemm, StridedRowsAndPackInto) {
   const int64_t n = 80, k = 64, m = 4, ldx = k + 32, ldo = n + 5;
-  const Mxfp4Weights w = RandomWeights(n, k, 31);
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 31);
   std::vector<uint8_t> buf(PackedMxfp4Bytes(n, k) + 64);
   uint8_t* aligned =
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
@@ -265,7 +253,7 @@ TEST(Mxfp4Gemm, StridedRowsAndPackInto) {
 }
 
 TEST(Mxfp4Gemm, PackRejectsBadInput) {
-  Mxfp4Weights w = RandomWeights(4, 64, 41);
+  Mxfp4Weights w = test_util::RandomMxfp4Weights(4, 64, 41);
   const Mxfp4Source src = w.source();
   EXPECT_FALSE(PackedMxfp4Matrix::Pack({&src, 1}, 48).ok());
   EXPECT_FALSE(PackedMxfp4Matrix::Pack({&src, 1}, 0).ok());

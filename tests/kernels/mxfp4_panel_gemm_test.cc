@@ -13,42 +13,13 @@
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/mxfp4_gemm.h"
 #include "kernels/cpu/mxfp4_gemm_kernels.h"
+#include "level_test_util.h"
+#include "mxfp4_test_util.h"
 
 namespace deepinfer::kernels {
 namespace {
 
-struct Weights {
-  int64_t n, k;
-  std::vector<uint8_t> weight;  // [n, k/2]
-  std::vector<uint8_t> scale;   // [n, k/32]
-};
-
-Weights RandomWeights(int64_t n, int64_t k, uint32_t seed, int lo, int hi) {
-  std::mt19937 rng(seed);
-  Weights w{n, k, std::vector<uint8_t>(n * k / 2), std::vector<uint8_t>(n * k / 32)};
-  for (auto& b : w.weight) b = static_cast<uint8_t>(rng());
-  std::uniform_int_distribution<int> sd(lo, hi);
-  for (auto& s : w.scale) s = static_cast<uint8_t>(sd(rng));
-  return w;
-}
-
-// m rows of quantizer outputs (bf16 q·s) with outliers, rows ldx apart (gaps hold NaN).
-std::vector<uint16_t> RandomActivations(int64_t m, int64_t k, int64_t ldx, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<uint16_t> x(k), xq(m * ldx, 0x7FC0);
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t i = 0; i < k; ++i) {
-      float v = nd(rng);
-      if (i % 97 == 5) v *= 300.0f;
-      if (i % 89 == 3) v *= 1e-6f;
-      x[i] = FloatToBf16(v);
-    }
-    QuantizeActScaledBf16Ref(x.data(), k, xq.data() + r * ldx);
-  }
-  return xq;
-}
-
+using test_util::Mxfp4Weights;
 // Raw bits of out rows [m][ldo] (4 or 2 bytes per element).
 std::vector<uint32_t> Bits(const std::vector<uint8_t>& buf, DType dt) {
   const size_t es = dt == DType::kF32 ? 4 : 2;
@@ -63,11 +34,11 @@ std::vector<uint32_t> Bits(const std::vector<uint8_t>& buf, DType dt) {
 
 void ExpectPanelGemmMatchesRef(int64_t n, int64_t k, int64_t m, int64_t ldx, int64_t ldo, int lo,
                                int hi, ThreadPool* pool, uint32_t seed) {
-  const Weights w = RandomWeights(n, k, seed, lo, hi);
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, seed, lo, hi);
   const Mxfp4Source src{w.weight.data(), w.scale.data(), n};
   auto packed = PackedMxfp4Matrix::Pack({&src, 1}, k);
   ASSERT_TRUE(packed.ok()) << packed.status().ToString();
-  const std::vector<uint16_t> xq = RandomActivations(m, k, ldx, seed + 1);
+  const std::vector<uint16_t> xq = test_util::RandomStridedActivations(m, k, ldx, seed + 1);
   for (DType dt : {DType::kF32, DType::kBF16}) {
     const size_t es = dt == DType::kF32 ? 4 : 2;
     std::vector<uint8_t> want(m * ldo * es, 0xAB), got(m * ldo * es, 0xAB);
@@ -81,7 +52,7 @@ void ExpectPanelGemmMatchesRef(int64_t n, int64_t k, int64_t m, int64_t ldx, int
   }
 }
 
-bool HaveAvx512() { return GetCpuFeatures().BestLevel() >= CpuLevel::kAvx512; }
+using test_util::HaveAvx512;
 
 TEST(Mxfp4PanelGemm, BitIdenticalToReferenceOverTails) {
   if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
@@ -122,11 +93,11 @@ TEST(Mxfp4PanelGemm, StridedRowsAndExtremeScales) {
 TEST(Mxfp4PanelGemm, RowsMatchSmallBatches) {
   if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
   const int64_t n = 160, k = 320, m = kMxfp4PanelGemmMinRows + 9;
-  const Weights w = RandomWeights(n, k, 77, 118, 132);
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 77, 118, 132);
   const Mxfp4Source src{w.weight.data(), w.scale.data(), n};
   auto packed = PackedMxfp4Matrix::Pack({&src, 1}, k);
   ASSERT_TRUE(packed.ok());
-  const std::vector<uint16_t> xq = RandomActivations(m, k, k, 78);
+  const std::vector<uint16_t> xq = test_util::RandomStridedActivations(m, k, k, 78);
   ThreadPool pool2(2);
   std::vector<float> all(m * n);
   Mxfp4GemmAt(CpuLevel::kAvx512, packed->view(), xq.data(), m, k, all.data(), DType::kF32, n,
@@ -147,18 +118,18 @@ TEST(Mxfp4PanelGemm, RowsMatchSmallBatches) {
 TEST(Mxfp4GemmMany, EachJobMatchesReference) {
   const int64_t k = 256;
   const std::vector<int64_t> ns = {100, 64, 192, 40}, ms = {1, 3, kMxfp4PanelGemmMinRows + 1, 9};
-  std::vector<Weights> ws;
+  std::vector<Mxfp4Weights> ws;
   std::vector<PackedMxfp4Matrix> packs;
   std::vector<std::vector<uint16_t>> xs;
   std::vector<std::vector<float>> outs;
   std::vector<Mxfp4Job> jobs;
   for (size_t i = 0; i < ns.size(); ++i) {
-    ws.push_back(RandomWeights(ns[i], k, 200 + i, 118, 132));
+    ws.push_back(test_util::RandomMxfp4Weights(ns[i], k, 200 + i, 118, 132));
     const Mxfp4Source src{ws[i].weight.data(), ws[i].scale.data(), ns[i]};
     auto p = PackedMxfp4Matrix::Pack({&src, 1}, k);
     ASSERT_TRUE(p.ok());
     packs.push_back(std::move(*p));
-    xs.push_back(RandomActivations(ms[i], k, k, 300 + i));
+    xs.push_back(test_util::RandomStridedActivations(ms[i], k, k, 300 + i));
     outs.emplace_back(ms[i] * ns[i], -1.0f);
   }
   for (size_t i = 0; i < ns.size(); ++i) {

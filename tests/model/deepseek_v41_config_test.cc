@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
 #include "io/json_file.h"
 #include "model/deepseek_v41/config.h"
 
@@ -16,9 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
-const std::string kTestData =
-    std::string(DEEPINFER_SOURCE_DIR) + "/tests/model/testdata/deepseek_v41";
+using test::kFixtureDir;
+using test::kTestData;
 
 json Load(const std::string& path) {
   StatusOr<json> j = io::LoadJsonFile(path);

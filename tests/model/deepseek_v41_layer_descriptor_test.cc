@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
 #include "io/json_file.h"
 #include "model/deepseek_v41/config.h"
 #include "model/deepseek_v41/layer_descriptor.h"
@@ -18,9 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
-const std::string kTestData =
-    std::string(DEEPINFER_SOURCE_DIR) + "/tests/model/testdata/deepseek_v41";
+using test::kFixtureDir;
+using test::kTestData;
 
 ModelConfig LoadConfig(const std::string& path, bool hf) {
   StatusOr<json> j = io::LoadJsonFile(path);

@@ -26,7 +26,7 @@
 namespace deepinfer::model {
 namespace {
 
-const std::string kFixtureDir = test::TinyFixtureDir();
+using test::kFixtureDir;
 
 ModelConfig FixtureConfig() {
   StatusOr<ModelConfig> c = LoadModelConfig(kFixtureDir);

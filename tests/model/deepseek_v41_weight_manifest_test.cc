@@ -22,9 +22,8 @@
 namespace deepinfer::model {
 namespace {
 
-const std::string kFixtureDir = test::TinyFixtureDir();
-const std::string kTestData =
-    std::string(DEEPINFER_SOURCE_DIR) + "/tests/model/testdata/deepseek_v41";
+using test::kFixtureDir;
+using test::kTestData;
 
 ModelConfig LoadHf(const std::string& path) {
   StatusOr<nlohmann::json> j = io::LoadJsonFile(path);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/deepseek_v41/config.h"
@@ -20,10 +21,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+using test::kFixtureDir;
+using test::kTestData;
 const std::string kGolden = kFixtureDir + "/golden.safetensors";
-const std::string kTestData =
-    std::string(DEEPINFER_SOURCE_DIR) + "/tests/model/testdata/deepseek_v41";
 
 template <typename T>
 T Must(StatusOr<T> v) {

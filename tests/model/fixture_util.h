@@ -14,6 +14,10 @@ namespace deepinfer::model::test {
 inline std::string TinyFixtureDir() {
   return std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
 }
+// The tiny fixture's folder, and the configs under tests/model/testdata/deepseek_v41.
+inline const std::string kFixtureDir = TinyFixtureDir();
+inline const std::string kTestData =
+    std::string(DEEPINFER_SOURCE_DIR) + "/tests/model/testdata/deepseek_v41";
 
 // Opens a checkpoint without a progress bar; CHECK-fails on error (test setup).
 inline io::Checkpoint OpenCheckpointQuiet(const std::string& path) {

@@ -12,14 +12,13 @@
 #include <sstream>
 #include <string>
 
+#include "fixture_util.h"
 #include "golden_judge.h"
 
 namespace deepinfer::model::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
 
 std::string ReadText(const std::string& path) {
   std::ifstream f(path);

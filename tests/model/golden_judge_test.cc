@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 
@@ -25,8 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const std::string kFixtureDir = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
 
 // --- a minimal safetensors writer (F32 / I64 only) -------------------------------------------
 struct Blob {

@@ -11,6 +11,7 @@
 
 #include "schema_validator.h"
 #include "structured/grammar_matcher.h"
+#include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::structured {
@@ -35,7 +36,7 @@ const Corpus& GetCorpus() {
   return *c;
 }
 
-bool Bit(const std::vector<uint32_t>& bits, int32_t id) { return (bits[id >> 5] >> (id & 31)) & 1; }
+using testing::Bit;
 
 std::vector<int32_t> Allowed(const std::vector<uint32_t>& mask) {
   std::vector<int32_t> ids;

@@ -10,12 +10,7 @@ namespace {
 using testing::ByteVocabulary;
 using testing::FullMatch;
 
-std::shared_ptr<const CompiledGrammar> Schema(const std::string& schema) {
-  GrammarCompiler compiler(ByteVocabulary());
-  auto g = compiler.CompileJsonSchema(schema);
-  EXPECT_TRUE(g.ok()) << schema << ": " << g.status().ToString();
-  return g.ok() ? *g : nullptr;
-}
+using testing::Schema;
 
 TEST(JsonSchema, ObjectsFollowPropertyOrderAndRequired) {
   auto g = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"},

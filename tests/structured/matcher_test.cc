@@ -48,7 +48,7 @@ std::vector<uint32_t> BruteForceMask(GrammarMatcher& m, const Vocabulary& v) {
   return bits;
 }
 
-bool Bit(const std::vector<uint32_t>& bits, int32_t id) { return (bits[id >> 5] >> (id & 31)) & 1; }
+using testing::Bit;
 
 // Random walks; at every step the mask must equal brute force, and every allowed token must
 // leave a non-empty mask (or terminate).

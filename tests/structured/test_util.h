@@ -29,6 +29,19 @@ inline bool FullMatch(const std::shared_ptr<const CompiledGrammar>& g, const std
   return m.AcceptBytes(text) && m.CanEnd();
 }
 
+// A JSON Schema compiled over the byte vocabulary (a failure is a test failure and nullptr).
+inline std::shared_ptr<const CompiledGrammar> Schema(const std::string& schema) {
+  GrammarCompiler compiler(ByteVocabulary());
+  auto g = compiler.CompileJsonSchema(schema);
+  EXPECT_TRUE(g.ok()) << schema << ": " << g.status().ToString();
+  return g.ok() ? *g : nullptr;
+}
+
+// Bit `id` of a token bitmask (32 ids a word, lowest bit first).
+inline bool Bit(const std::vector<uint32_t>& bits, int32_t id) {
+  return (bits[id >> 5] >> (id & 31)) & 1;
+}
+
 // Whether `text` is a prefix of some match.
 inline bool PrefixMatch(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
   GrammarMatcher m(g);

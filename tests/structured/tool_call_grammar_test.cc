@@ -33,7 +33,7 @@ const char* kTools = R"([
   {"name": "ping"}
 ])";
 
-std::shared_ptr<const CompiledGrammar> Compile(const std::string& forced) {
+std::shared_ptr<const CompiledGrammar> CompileForced(const std::string& forced) {
   auto ebnf = DsmlToolCallsEbnf(OJson::parse(kTools), forced);
   EXPECT_TRUE(ebnf.ok()) << ebnf.status().ToString();
   if (!ebnf.ok()) return nullptr;
@@ -59,7 +59,7 @@ std::string Block(const std::vector<std::string>& invokes) {
 }
 
 TEST(ToolCallGrammar, NamedToolMatchesTheRenderedBlockAndParses) {
-  auto g = Compile("get_weather");
+  auto g = CompileForced("get_weather");
   ASSERT_NE(g, nullptr);
   const std::string text =
       Block({Invoke("get_weather", {Param("location", true, "Paris \"<b>\"\n"),
@@ -107,7 +107,7 @@ TEST(ToolCallGrammar, NamedToolMatchesTheRenderedBlockAndParses) {
 }
 
 TEST(ToolCallGrammar, RequiredAllowsSeveralCallsOfAnyTool) {
-  auto g = Compile("");
+  auto g = CompileForced("");
   ASSERT_NE(g, nullptr);
   const std::string text =
       Block({Invoke("search", {Param("query", true, "a｜b"), Param("limit", false, "null")}),

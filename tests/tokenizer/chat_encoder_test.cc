@@ -13,7 +13,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::vector<Json> ReadJsonLines(const std::string& path) {
+std::vector<Json> ReadOrderedJsonLines(const std::string& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   std::vector<Json> records;
@@ -25,7 +25,7 @@ std::vector<Json> ReadJsonLines(const std::string& path) {
 }
 
 TEST(ChatEncoderTest, MatchesEveryFixtureCase) {
-  const auto cases = ReadJsonLines(DEEPINFER_SHARED_DIR "/fixtures/chat-v41/cases.jsonl");
+  const auto cases = ReadOrderedJsonLines(DEEPINFER_SHARED_DIR "/fixtures/chat-v41/cases.jsonl");
   ASSERT_EQ(cases.size(), 27u);
   for (const Json& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());

@@ -11,15 +11,15 @@
 namespace deepinfer::tokenizer {
 namespace {
 
-using Json = nlohmann::json;
+using PlainJson = nlohmann::json;
 
-Json ToyJson() {
+PlainJson ToyJson() {
   ByteLevelAlphabet alphabet;
-  Json vocab = Json::object();
+  PlainJson vocab = PlainJson::object();
   for (int b = 0; b < 256; ++b) vocab[alphabet.Utf8(static_cast<uint8_t>(b))] = b;
   vocab["he"] = 256;
   vocab["hel"] = 257;
-  Json j;
+  PlainJson j;
   j["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"h e", "he l"}}};
   j["normalizer"] = nullptr;
   j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
@@ -30,7 +30,7 @@ Json ToyJson() {
   return j;
 }
 
-StatusOr<std::unique_ptr<Tokenizer>> Build(const Json& j, const std::string& config = "") {
+StatusOr<std::unique_ptr<Tokenizer>> Build(const PlainJson& j, const std::string& config = "") {
   DI_ASSIGN_OR_RETURN(TokenizerSpec spec, ParseTokenizerJson(j.dump(), "tokenizer.json"));
   if (!config.empty()) {
     DI_RETURN_IF_ERROR(ParseTokenizerConfig(config, "tokenizer_config.json", &spec));
@@ -57,7 +57,7 @@ TEST(TokenizerErrors, MalformedJson) {
               "t.json: JSON parse error");
   ExpectError(ParseTokenizerJson("[1]", "t.json").status(), StatusCode::kInvalidArgument,
               "top level is not a JSON object");
-  Json j = ToyJson();
+  PlainJson j = ToyJson();
   j.erase("model");
   ExpectError(Build(j).status(), StatusCode::kInvalidArgument, "no \"model\"");
   j = ToyJson();
@@ -86,7 +86,7 @@ TEST(TokenizerErrors, MalformedJson) {
 }
 
 TEST(TokenizerErrors, UnsupportedFeaturesAreNamed) {
-  Json j = ToyJson();
+  PlainJson j = ToyJson();
   j["normalizer"] = {{"type", "NFC"}};
   ExpectError(Build(j).status(), StatusCode::kUnimplemented, "normalizer");
   j = ToyJson();

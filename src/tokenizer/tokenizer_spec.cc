@@ -8,7 +8,7 @@
 namespace deepinfer::tokenizer {
 namespace {
 
-using Json = nlohmann::json;
+using PlainJson = nlohmann::json;
 
 Status Bad(std::string_view name, const std::string& what) {
   return InvalidArgument(std::string(name) + ": " + what);
@@ -17,13 +17,13 @@ Status Bad(std::string_view name, const std::string& what) {
 // SAX handler that streams model.vocab and model.merges (the bulk of a tokenizer.json: 256k
 // entries) straight into the spec and builds an ordinary DOM for everything else, where those
 // two appear as an empty object and an empty array. About 5x faster than a full DOM parse.
-class SpecSax : public nlohmann::json_sax<Json> {
+class SpecSax : public nlohmann::json_sax<PlainJson> {
  public:
   explicit SpecSax(TokenizerSpec* spec) : spec_(spec) {}
-  Json& root() { return root_; }
+  PlainJson& root() { return root_; }
   const std::string& error() const { return error_; }
 
-  bool null() override { return Value(Json()); }
+  bool null() override { return Value(PlainJson()); }
   bool boolean(bool v) override { return Value(v); }
   bool number_integer(number_integer_t v) override { return Value(v); }
   bool number_unsigned(number_unsigned_t v) override { return Value(v); }
@@ -54,7 +54,7 @@ class SpecSax : public nlohmann::json_sax<Json> {
   bool start_object(std::size_t) override {
     if (capture_ != Capture::kNone) return Fail(CaptureError());
     const bool is_vocab = stack_.size() == 2 && key_ == "vocab" && keys_.back() == "model";
-    Json* obj = Put(Json::object());
+    PlainJson* obj = Put(PlainJson::object());
     if (is_vocab) {
       capture_ = Capture::kVocab;
       return true;
@@ -81,7 +81,7 @@ class SpecSax : public nlohmann::json_sax<Json> {
     }
     if (capture_ != Capture::kNone) return Fail(CaptureError());
     const bool is_merges = stack_.size() == 2 && key_ == "merges" && keys_.back() == "model";
-    Json* arr = Put(Json::array());
+    PlainJson* arr = Put(PlainJson::array());
     if (is_merges) {
       capture_ = Capture::kMerges;
       merge_depth_ = 0;
@@ -127,7 +127,7 @@ class SpecSax : public nlohmann::json_sax<Json> {
            "] is neither \"a b\" nor [a, b]";
   }
   // A scalar (or, via Put, a container) at the current position.
-  bool Value(Json v) {
+  bool Value(PlainJson v) {
     if (capture_ == Capture::kVocab) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
         return Fail("model.vocab[\"" + key_ + "\"] is not a non-negative 32-bit id");
@@ -139,14 +139,14 @@ class SpecSax : public nlohmann::json_sax<Json> {
     Put(std::move(v));
     return true;
   }
-  Json* Put(Json v) {
+  PlainJson* Put(PlainJson v) {
     if (stack_.empty()) {
       root_ = std::move(v);
       return &root_;
     }
-    Json& top = *stack_.back();
+    PlainJson& top = *stack_.back();
     if (top.is_object()) {
-      Json& slot = top[key_];
+      PlainJson& slot = top[key_];
       slot = std::move(v);
       return &slot;
     }
@@ -155,8 +155,8 @@ class SpecSax : public nlohmann::json_sax<Json> {
   }
 
   TokenizerSpec* spec_;
-  Json root_;
-  std::vector<Json*> stack_;       // open containers of the DOM part
+  PlainJson root_;
+  std::vector<PlainJson*> stack_;  // open containers of the DOM part
   std::vector<std::string> keys_;  // the key each open container sits under ("" in arrays)
   std::string key_;
   Capture capture_ = Capture::kNone;
@@ -165,8 +165,8 @@ class SpecSax : public nlohmann::json_sax<Json> {
   std::string error_;
 };
 
-StatusOr<Json> Parse(std::string_view text, std::string_view name) {
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+StatusOr<PlainJson> Parse(std::string_view text, std::string_view name) {
+  PlainJson json = PlainJson::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return Bad(name, "not valid JSON");
   if (!json.is_object()) return Bad(name, "top level is not a JSON object");
   return json;
@@ -176,7 +176,7 @@ StatusOr<Json> Parse(std::string_view text, std::string_view name) {
 constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-Status ParsePreTokenizer(const Json& pt, std::string_view name, TokenizerSpec* spec) {
+Status ParsePreTokenizer(const PlainJson& pt, std::string_view name, TokenizerSpec* spec) {
   if (pt.is_null()) return Bad(name, "pre_tokenizer is null; a byte-level BPE needs ByteLevel");
   if (!pt.is_object() || !pt.contains("type") || !pt["type"].is_string()) {
     return Bad(name, "pre_tokenizer has no \"type\"");
@@ -187,7 +187,7 @@ Status ParsePreTokenizer(const Json& pt, std::string_view name, TokenizerSpec* s
       return Bad(name, "pre_tokenizer Sequence without a \"pretokenizers\" array");
     }
     bool saw_byte_level = false;
-    for (const Json& step : pt["pretokenizers"]) {
+    for (const PlainJson& step : pt["pretokenizers"]) {
       if (saw_byte_level) {
         return Unimplemented(std::string(name) + ": pre-tokenizer steps after ByteLevel");
       }
@@ -206,7 +206,7 @@ Status ParsePreTokenizer(const Json& pt, std::string_view name, TokenizerSpec* s
                            (pt.value("invert", false) ? " and invert" : "") +
                            " (only Isolated, not inverted)");
     }
-    const Json& pattern = pt.contains("pattern") ? pt["pattern"] : Json();
+    const PlainJson& pattern = pt.contains("pattern") ? pt["pattern"] : PlainJson();
     SplitSpec split;
     if (pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()) {
       split.pattern = pattern["Regex"];
@@ -229,7 +229,7 @@ Status ParsePreTokenizer(const Json& pt, std::string_view name, TokenizerSpec* s
   return Unimplemented(std::string(name) + ": pre-tokenizer type \"" + type + "\"");
 }
 
-Status ParseNormalizer(const Json& n, std::string_view name) {
+Status ParseNormalizer(const PlainJson& n, std::string_view name) {
   if (n.is_null()) return Status::Ok();
   if (n.is_object() && n.value("type", "") == "Sequence" && n.contains("normalizers") &&
       n["normalizers"].is_array() && n["normalizers"].empty()) {
@@ -239,7 +239,7 @@ Status ParseNormalizer(const Json& n, std::string_view name) {
                        " (only none or an empty Sequence)");
 }
 
-Status ParseModel(const Json& model, std::string_view name, TokenizerSpec* spec) {
+Status ParseModel(const PlainJson& model, std::string_view name, TokenizerSpec* spec) {
   if (!model.is_object() || model.value("type", "") != "BPE") {
     return Unimplemented(std::string(name) + ": model type is not BPE");
   }
@@ -262,11 +262,11 @@ Status ParseModel(const Json& model, std::string_view name, TokenizerSpec* spec)
   return Status::Ok();
 }
 
-Status ParseAddedTokens(const Json& added, std::string_view name, TokenizerSpec* spec) {
+Status ParseAddedTokens(const PlainJson& added, std::string_view name, TokenizerSpec* spec) {
   if (added.is_null()) return Status::Ok();
   if (!added.is_array()) return Bad(name, "added_tokens is not an array");
   for (size_t i = 0; i < added.size(); ++i) {
-    const Json& t = added[i];
+    const PlainJson& t = added[i];
     const std::string where = "added_tokens[" + std::to_string(i) + "]";
     if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
         !t.contains("content") || !t["content"].is_string()) {
@@ -300,7 +300,7 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 // tokenizer_config.json names a token either as a string or as {"content": ...}.
-StatusOr<std::string> TokenContent(const Json& v, std::string_view name, const char* key) {
+StatusOr<std::string> TokenContent(const PlainJson& v, std::string_view name, const char* key) {
   if (v.is_null()) return std::string();
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object() && v.contains("content") && v["content"].is_string()) {
@@ -314,23 +314,23 @@ StatusOr<std::string> TokenContent(const Json& v, std::string_view name, const c
 StatusOr<TokenizerSpec> ParseTokenizerJson(std::string_view text, std::string_view name) {
   TokenizerSpec spec;
   SpecSax sax(&spec);
-  if (!Json::sax_parse(text, &sax)) {
+  if (!PlainJson::sax_parse(text, &sax)) {
     return Bad(name, sax.error().empty() ? "not valid JSON" : sax.error());
   }
-  Json& json = sax.root();
+  PlainJson& json = sax.root();
   if (!json.is_object()) return Bad(name, "top level is not a JSON object");
   if (!json.contains("model")) return Bad(name, "no \"model\"");
   DI_RETURN_IF_ERROR(ParseModel(json["model"], name, &spec));
-  DI_RETURN_IF_ERROR(ParseNormalizer(json.value("normalizer", Json()), name));
-  const Json pre_tokenizer = json.value("pre_tokenizer", Json());
+  DI_RETURN_IF_ERROR(ParseNormalizer(json.value("normalizer", PlainJson()), name));
+  const PlainJson pre_tokenizer = json.value("pre_tokenizer", PlainJson());
   if (pre_tokenizer.is_object() && pre_tokenizer.value("type", "") == "Split") {
     return Unimplemented(std::string(name) +
                          ": pre_tokenizer Split alone; it must be ByteLevel or a Sequence that "
                          "must end with ByteLevel");
   }
   DI_RETURN_IF_ERROR(ParsePreTokenizer(pre_tokenizer, name, &spec));
-  DI_RETURN_IF_ERROR(ParseAddedTokens(json.value("added_tokens", Json()), name, &spec));
-  const Json decoder = json.value("decoder", Json());
+  DI_RETURN_IF_ERROR(ParseAddedTokens(json.value("added_tokens", PlainJson()), name, &spec));
+  const PlainJson decoder = json.value("decoder", PlainJson());
   if (!decoder.is_object() || decoder.value("type", "") != "ByteLevel") {
     return Unimplemented(std::string(name) + ": decoder is not ByteLevel");
   }
@@ -338,7 +338,7 @@ StatusOr<TokenizerSpec> ParseTokenizerJson(std::string_view text, std::string_vi
 }
 
 Status ParseTokenizerConfig(std::string_view text, std::string_view name, TokenizerSpec* spec) {
-  DI_ASSIGN_OR_RETURN(Json json, Parse(text, name));
+  DI_ASSIGN_OR_RETURN(PlainJson json, Parse(text, name));
   for (const char* key : {"add_bos_token", "add_eos_token"}) {
     if (json.contains(key) && !json[key].is_boolean())
       return Bad(name, std::string(key) + " is not a boolean");
@@ -346,9 +346,9 @@ Status ParseTokenizerConfig(std::string_view text, std::string_view name, Tokeni
   spec->add_bos_token = json.value("add_bos_token", false);
   spec->add_eos_token = json.value("add_eos_token", false);
   DI_ASSIGN_OR_RETURN(spec->bos_token,
-                      TokenContent(json.value("bos_token", Json()), name, "bos_token"));
+                      TokenContent(json.value("bos_token", PlainJson()), name, "bos_token"));
   DI_ASSIGN_OR_RETURN(spec->eos_token,
-                      TokenContent(json.value("eos_token", Json()), name, "eos_token"));
+                      TokenContent(json.value("eos_token", PlainJson()), name, "eos_token"));
   return Status::Ok();
 }
 

@@ -12,7 +12,7 @@
 namespace deepinfer::engine {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
 // ---- Scalar references (double precision, sort-based), written from the order in sampler.h ----
 

@@ -15,7 +15,7 @@
 namespace deepinfer::kernels {
 namespace {
 
-struct Case {
+struct AttnCase {
   int64_t rows, n_kv, n_idx;
   int heads, dim;
   std::vector<uint16_t> q, kv;
@@ -24,9 +24,9 @@ struct Case {
   std::vector<uint16_t> out;
 };
 
-Case MakeCase(int64_t rows, int64_t n_kv, int64_t n_idx, int heads, int dim, double masked,
-              float q_scale, uint32_t seed) {
-  Case c{rows, n_kv, n_idx, heads, dim, {}, {}, {}, {}, {}};
+AttnCase MakeCase(int64_t rows, int64_t n_kv, int64_t n_idx, int heads, int dim, double masked,
+                  float q_scale, uint32_t seed) {
+  AttnCase c{rows, n_kv, n_idx, heads, dim, {}, {}, {}, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_kv - 1));
@@ -43,7 +43,7 @@ Case MakeCase(int64_t rows, int64_t n_kv, int64_t n_idx, int heads, int dim, dou
   return c;
 }
 
-SparseAttnParams Params(Case& c) {
+SparseAttnParams Params(AttnCase& c) {
   SparseAttnParams p;
   p.q = c.q.data();
   p.q_row_stride = c.heads * c.dim;
@@ -64,7 +64,7 @@ SparseAttnParams Params(Case& c) {
 }
 
 TEST(SparseAttnTest, ReferenceMatchesDoubleSoftmaxWithSink) {
-  Case c = MakeCase(3, 300, 200, 4, 64, 0.2, 2.0f, 1);
+  AttnCase c = MakeCase(3, 300, 200, 4, 64, 0.2, 2.0f, 1);
   SparseAttnRef(Params(c));
   const double scale = 1.0 / 8.0;
   for (int64_t r = 0; r < c.rows; ++r) {
@@ -99,7 +99,7 @@ TEST(SparseAttnTest, ReferenceMatchesDoubleSoftmaxWithSink) {
 }
 
 TEST(SparseAttnTest, AllMaskedRowGivesZeros) {
-  Case c = MakeCase(2, 10, 70, 16, 64, 0.0, 1.0f, 2);
+  AttnCase c = MakeCase(2, 10, 70, 16, 64, 0.0, 1.0f, 2);
   for (int64_t j = 0; j < c.n_idx; ++j) c.idx[j] = -1;  // row 0 fully masked
   SparseAttn(Params(c));
   for (int i = 0; i < c.heads * c.dim; ++i) ASSERT_EQ(c.out[i], 0) << i;
@@ -115,7 +115,7 @@ struct VectorPath {
   const char* name;
   void (*run)(const SparseAttnParams&, ThreadPool*);
 };
-std::vector<VectorPath> VectorPaths() {
+std::vector<VectorPath> SparseAttnPaths() {
   std::vector<VectorPath> paths;
   if (ActiveCpuLevel() >= CpuLevel::kAvx2) paths.push_back({"avx2", SparseAttnAvx2});
   if (ActiveCpuLevel() == CpuLevel::kAvx512) paths.push_back({"avx512", SparseAttnAvx512});
@@ -123,7 +123,7 @@ std::vector<VectorPath> VectorPaths() {
 }
 
 TEST(SparseAttnTest, VectorPathsBitIdenticalToReference) {
-  if (VectorPaths().empty()) GTEST_SKIP() << "no AVX2";
+  if (SparseAttnPaths().empty()) GTEST_SKIP() << "no AVX2";
   ThreadPool pool(2);
   struct Shape {
     int64_t rows, n_kv, n_idx;
@@ -134,11 +134,11 @@ TEST(SparseAttnTest, VectorPathsBitIdenticalToReference) {
   for (Shape s : {Shape{1, 2000, 640, 64, 512, 0.05, 1.0f}, Shape{3, 71, 37, 4, 64, 0.3, 3.0f},
                   Shape{2, 200, 129, 20, 96, 0.1, 8.0f}, Shape{2, 64, 1, 16, 32, 0.0, 1.0f},
                   Shape{2, 500, 200, 8, 128, 0.9, 30.0f}}) {
-    Case c = MakeCase(s.rows, s.n_kv, s.n_idx, s.heads, s.dim, s.masked, s.qs,
-                      static_cast<uint32_t>(s.n_idx));
+    AttnCase c = MakeCase(s.rows, s.n_kv, s.n_idx, s.heads, s.dim, s.masked, s.qs,
+                          static_cast<uint32_t>(s.n_idx));
     SparseAttnRef(Params(c));
     const std::vector<uint16_t> ref = c.out;
-    for (const VectorPath& path : VectorPaths()) {
+    for (const VectorPath& path : SparseAttnPaths()) {
       c.out.assign(c.out.size(), 0xFFFF);
       path.run(Params(c), &pool);
       ASSERT_EQ(ref, c.out) << path.name << " heads " << s.heads << " dim " << s.dim << " n_idx "
@@ -152,7 +152,7 @@ TEST(SparseAttnTest, VectorPathsBitIdenticalToReference) {
 // row with holes, one with nothing; several rows so that the many-row tiles (64 and 32 heads per
 // work item) run. Large q scales make tiny probabilities, whose products flush to signed zeros.
 TEST(SparseAttnTest, VectorPathsPrefillListsBitIdenticalToReference) {
-  if (VectorPaths().empty()) GTEST_SKIP() << "no AVX2";
+  if (SparseAttnPaths().empty()) GTEST_SKIP() << "no AVX2";
   ThreadPool pool(2);
   struct Shape {
     int heads, dim;
@@ -162,14 +162,14 @@ TEST(SparseAttnTest, VectorPathsPrefillListsBitIdenticalToReference) {
   const int64_t rows = 8, n_kv = 700, n_idx = 257;
   for (Shape s :
        {Shape{64, 512, 1.0f}, Shape{64, 64, 40.0f}, Shape{40, 96, 8.0f}, Shape{20, 32, 1.0f}}) {
-    Case c = MakeCase(rows, n_kv, n_idx, s.heads, s.dim, 0.0, s.qs, 7);
+    AttnCase c = MakeCase(rows, n_kv, n_idx, s.heads, s.dim, 0.0, s.qs, 7);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = live[r]; j < n_idx; ++j) c.idx[r * n_idx + j] = -1;
     }
     for (int64_t j = 10; j < 80; j += 3) c.idx[6 * n_idx + j] = -1;  // holes in row 6
     SparseAttnRef(Params(c));
     const std::vector<uint16_t> ref = c.out;
-    for (const VectorPath& path : VectorPaths()) {
+    for (const VectorPath& path : SparseAttnPaths()) {
       c.out.assign(c.out.size(), 0xFFFF);
       path.run(Params(c), &pool);
       ASSERT_EQ(ref, c.out) << path.name << " heads " << s.heads << " dim " << s.dim;
@@ -178,7 +178,7 @@ TEST(SparseAttnTest, VectorPathsPrefillListsBitIdenticalToReference) {
 }
 
 TEST(SparseAttnTest, InvariantToThreadsBatchAndPerRowKv) {
-  Case c = MakeCase(4, 400, 192, 32, 128, 0.1, 2.0f, 5);
+  AttnCase c = MakeCase(4, 400, 192, 32, 128, 0.1, 2.0f, 5);
   ThreadPool one(1), two(2);
   SparseAttn(Params(c), &one);
   const std::vector<uint16_t> a = c.out;

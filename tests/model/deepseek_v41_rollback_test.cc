@@ -20,12 +20,12 @@ namespace {
 
 using test::SameBits;
 
-const std::string kFixture = test::TinyFixtureDir();
+using test::kFixtureDir;
 
 class RollbackTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto m = Model::Load(kFixture);
+    auto m = Model::Load(kFixtureDir);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(*m).release();
   }

@@ -13,21 +13,22 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
 #include "io/checkpoint.h"
 #include "model/deepseek_v41/model.h"
 
 namespace deepinfer::model {
 namespace {
 
-const std::string kFixture = std::string(DEEPINFER_SHARED_DIR) + "/fixtures/v41-tiny-a";
+using test::kFixtureDir;
 
 class ForwardEquivalenceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto m = Model::Load(kFixture);
+    auto m = Model::Load(kFixtureDir);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(*m).release();
-    auto golden = io::Checkpoint::Open(kFixture + "/golden.safetensors");
+    auto golden = io::Checkpoint::Open(kFixtureDir + "/golden.safetensors");
     ASSERT_TRUE(golden.ok());
     auto ids = golden->Get("input_ids");
     ASSERT_TRUE(ids.ok());
@@ -180,7 +181,7 @@ TEST_F(ForwardEquivalenceTest, MappedWeightsGiveThePackedResults) {
   // the packed kernels' numbers bit for bit.
   LoadOptions lo;
   lo.residency = WeightResidency::kMapped;
-  auto mapped = Model::Load(kFixture, lo);
+  auto mapped = Model::Load(kFixtureDir, lo);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
   ASSERT_FALSE((*mapped)->weights().layers[0].attn.wq_a.fp8.has_value());
   ASSERT_NE((*mapped)->weights().layers[0].attn.wq_a.codes, nullptr);

@@ -1,6 +1,7 @@
 // The two config parsers and LoadModelConfig. Cross-field checks are in config_validate.cc.
 #include "model/deepseek_v41/config.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "io/json_file.h"
@@ -11,6 +12,12 @@ namespace deepinfer::model {
 using internal::DescribeJsonValue;
 using internal::FieldReader;
 using nlohmann::json;
+
+std::string ConfigNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
 
 std::string_view ScoreFuncName(ScoreFunc f) {
   switch (f) {

@@ -43,6 +43,8 @@ enum class WeightFormat { kBf16, kFp8, kFp4 };
 
 std::string_view ScoreFuncName(ScoreFunc f);        // "sqrtsoftplus", ...
 std::string_view WeightFormatName(WeightFormat f);  // "bf16", "fp8", "fp4"
+// A number as config messages and tables print it (printf "%g": 1e-06, 0.5, 4096).
+std::string ConfigNumber(double v);
 
 // YaRN frequency interpolation of the compressed (ratio > 0) layers. The official code applies it
 // whenever original_seq_len > 0, independent of the context length, and never applies an

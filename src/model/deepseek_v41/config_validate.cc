@@ -13,7 +13,6 @@
 //   * DSpark stages are window-only (DSparkAttention asserts ratio 0) and never sources.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -32,12 +31,6 @@ std::string ListString(const std::vector<T>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
-}
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
 }
 
 bool Contains(const std::vector<int>& v, int x) {
@@ -129,24 +122,25 @@ Status CheckShape(const ModelConfig& c) {
 
 Status CheckScalars(const ModelConfig& c) {
   auto positive = [](double v) { return std::isfinite(v) && v > 0; };
-  DI_VALIDATE(positive(c.norm_eps), "norm_eps (rms_norm_eps) must be > 0, got " + Num(c.norm_eps));
-  DI_VALIDATE(positive(c.hc_eps), "hc_eps must be > 0, got " + Num(c.hc_eps));
-  DI_VALIDATE(positive(c.rope_theta), "rope_theta must be > 0, got " + Num(c.rope_theta));
+  DI_VALIDATE(positive(c.norm_eps),
+              "norm_eps (rms_norm_eps) must be > 0, got " + ConfigNumber(c.norm_eps));
+  DI_VALIDATE(positive(c.hc_eps), "hc_eps must be > 0, got " + ConfigNumber(c.hc_eps));
+  DI_VALIDATE(positive(c.rope_theta), "rope_theta must be > 0, got " + ConfigNumber(c.rope_theta));
   DI_VALIDATE(positive(c.compress_rope_theta),
-              "compress_rope_theta must be > 0, got " + Num(c.compress_rope_theta));
-  DI_VALIDATE(positive(c.route_scale),
-              "route_scale (routed_scaling_factor) must be > 0, got " + Num(c.route_scale));
-  DI_VALIDATE(positive(c.gate_temp), "gate_temp must be > 0, got " + Num(c.gate_temp));
+              "compress_rope_theta must be > 0, got " + ConfigNumber(c.compress_rope_theta));
+  DI_VALIDATE(positive(c.route_scale), "route_scale (routed_scaling_factor) must be > 0, got " +
+                                           ConfigNumber(c.route_scale));
+  DI_VALIDATE(positive(c.gate_temp), "gate_temp must be > 0, got " + ConfigNumber(c.gate_temp));
   DI_VALIDATE(std::isfinite(c.swiglu_limit) && c.swiglu_limit >= 0,
-              "swiglu_limit must be >= 0 (0 = no clamp), got " + Num(c.swiglu_limit));
+              "swiglu_limit must be >= 0 (0 = no clamp), got " + ConfigNumber(c.swiglu_limit));
   DI_VALIDATE(c.yarn.original_seq_len >= 0,
               "original_seq_len (rope_scaling.original_max_position_embeddings) must be >= 0");
   if (c.yarn.enabled()) {
-    DI_VALIDATE(positive(c.yarn.factor),
-                "rope_factor (rope_scaling.factor) must be > 0, got " + Num(c.yarn.factor));
+    DI_VALIDATE(positive(c.yarn.factor), "rope_factor (rope_scaling.factor) must be > 0, got " +
+                                             ConfigNumber(c.yarn.factor));
     DI_VALIDATE(positive(c.yarn.beta_fast) && positive(c.yarn.beta_slow),
-                "beta_fast and beta_slow must be > 0, got " + Num(c.yarn.beta_fast) + " and " +
-                    Num(c.yarn.beta_slow));
+                "beta_fast and beta_slow must be > 0, got " + ConfigNumber(c.yarn.beta_fast) +
+                    " and " + ConfigNumber(c.yarn.beta_slow));
   }
   DI_VALIDATE(c.bos_token_id >= 0 && c.bos_token_id < c.vocab_size,
               "bos_token_id " + std::to_string(c.bos_token_id) + " is outside the vocabulary");

@@ -1,7 +1,6 @@
 #include "model/deepseek_v41/layer_descriptor.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 
 namespace deepinfer::model {
@@ -20,12 +19,6 @@ int LastAtOrBefore(const std::vector<int>& ids, int layer) {
     if (id <= layer && id > best) best = id;
   }
   return best;
-}
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
 }
 
 const char* CandidateRoleName(CandidateRole role) {
@@ -103,7 +96,7 @@ std::string DescribeLayers(const std::vector<LayerDescriptor>& layers) {
   out << "|---|---|---|---|---|---|---|---|---|---|\n";
   const std::string dash = "\xE2\x80\x94";  // em dash
   for (const LayerDescriptor& d : layers) {
-    std::string rope = "\xCE\xB8=" + Num(d.rope_theta) + (d.yarn ? " + YaRN" : "");
+    std::string rope = "\xCE\xB8=" + ConfigNumber(d.rope_theta) + (d.yarn ? " + YaRN" : "");
     std::string kv = dash;
     std::string topk = dash;
     std::string candidates = dash;
@@ -135,9 +128,10 @@ std::string DumpLayerDescriptor(const LayerDescriptor& d) {
   std::ostringstream out;
   out << "index=" << d.index << " name=" << d.name << " is_mtp=" << d.is_mtp
       << " mtp_stage=" << d.mtp_stage << " ratio=" << d.compress_ratio
-      << " window=" << d.window_size << " rope_theta=" << Num(d.rope_theta) << " yarn=" << d.yarn
-      << " kv_source=" << d.kv_source_layer << " owns_compressor=" << d.owns_compressor
-      << " compressor_pools=" << d.compressor_pools << " compressor_dtype="
+      << " window=" << d.window_size << " rope_theta=" << ConfigNumber(d.rope_theta)
+      << " yarn=" << d.yarn << " kv_source=" << d.kv_source_layer
+      << " owns_compressor=" << d.owns_compressor << " compressor_pools=" << d.compressor_pools
+      << " compressor_dtype="
       << (d.owns_compressor ? DTypeName(d.compressor_dtype) : std::string_view("-"))
       << " has_indexer=" << d.has_indexer << " index_keys=" << d.index_key_layer
       << " index_source=" << d.index_source_layer

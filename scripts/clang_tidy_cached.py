@@ -9,9 +9,8 @@ as `c++ -M` lists them). Only passing results are stored, so a file with finding
 reported) on every run. A cold cache analyses every file; a warm one, the files a change touches.
 
 usage: clang_tidy_cached.py BUILD_DIR FILE... [--jobs N] [--cache DIR]
-The compile commands come from BUILD_DIR/compile_commands.json; CMake's precompiled-header flags
-(a GCC .gch that clang cannot read) are dropped for clang-tidy, which then parses the headers the
-source includes itself.
+The compile commands come from BUILD_DIR/compile_commands.json (one entry per source: the `tidy`
+preset). A file fails when clang-tidy exits non-zero, whatever it printed.
 """
 import argparse
 import concurrent.futures
@@ -21,23 +20,6 @@ import os
 import shlex
 import subprocess
 import sys
-
-
-def strip_pch(args):
-    """Drops CMake's GCC precompiled-header flags (`-Winvalid-pch`, `-include .../cmake_pch.hxx`)."""
-    res, i = [], 0
-    while i < len(args):
-        a = args[i]
-        if a == "-Winvalid-pch":
-            i += 1
-        elif a == "-include" and i + 1 < len(args) and "cmake_pch" in args[i + 1]:
-            i += 2
-        elif a.startswith("-include") and "cmake_pch" in a:
-            i += 1
-        else:
-            res.append(a)
-            i += 1
-    return res
 
 
 def entry_args(entry):
@@ -102,44 +84,41 @@ def main():
     with open(".clang-tidy", "rb") as f:
         salt = version + f.read()
 
-    # A filtered database without GCC's PCH flags, for clang-tidy itself.
-    tidy_dir = os.path.join(build_dir, "tidy")
-    os.makedirs(tidy_dir, exist_ok=True)
     entries, missing = [], []
     for path in opt.files:
         e = db.get(os.path.normpath(os.path.abspath(path)))
         if e is None:
             missing.append(path)
             continue
-        entries.append((path, e, strip_pch(entry_args(e))))
+        entries.append((path, e, entry_args(e)))
     if missing:
         print("clang-tidy: not in %s/compile_commands.json: %s" % (build_dir, " ".join(missing)),
               file=sys.stderr)
         return 1
-    with open(os.path.join(tidy_dir, "compile_commands.json"), "w") as f:
-        json.dump([{"directory": e["directory"], "file": e["file"], "arguments": a}
-                   for _, e, a in entries], f)
     os.makedirs(opt.cache, exist_ok=True)
 
     def run_one(item):
+        """(cache hit, passed, what to report) for one file."""
         path, e, args = item
         key = key_of(e, args, salt, build_dir)
         stamp = os.path.join(opt.cache, key) if key else None
         if stamp and os.path.exists(stamp):
-            return path, True, ""
-        r = subprocess.run([opt.clang_tidy, "-p", tidy_dir, "--quiet", e["file"]],
+            return True, True, ""
+        r = subprocess.run([opt.clang_tidy, "-p", build_dir, "--quiet", e["file"]],
                            capture_output=True, text=True)
-        ok = r.returncode == 0
-        if ok and stamp:
+        if r.returncode != 0:
+            return False, False, "%s%s(clang-tidy exited %d on %s)\n" % (
+                r.stdout, r.stderr, r.returncode, path)
+        if stamp:
             with open(stamp, "w") as f:
                 f.write(path + "\n")
-        return path, False, (r.stdout if not ok else "")
+        return False, True, ""
 
     cached = failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=opt.jobs) as pool:
-        for path, hit, report in pool.map(run_one, entries):
+        for hit, passed, report in pool.map(run_one, entries):
             cached += hit
-            if report:
+            if not passed:
                 failed += 1
                 sys.stdout.write(report)
     print("clang-tidy: %d files, %d analysed, %d unchanged since they passed (cache %s)%s" %

@@ -54,9 +54,11 @@ Status DeepSeekRunner::InitPages(int64_t n_pages) {
   return Status::Ok();
 }
 
-std::unique_ptr<RunnerSequence> DeepSeekRunner::NewSequence() {
-  return std::make_unique<DeepSeekSequence>(
-      model::NewSequenceState(model_->config(), model_->layers(), store_.get()));
+std::unique_ptr<RunnerSequence> DeepSeekRunner::NewSequence(int64_t prompt_len) {
+  model::SequenceState st =
+      model::NewSequenceState(model_->config(), model_->layers(), store_.get());
+  st.prompt_length = prompt_len;
+  return std::make_unique<DeepSeekSequence>(std::move(st));
 }
 
 Status DeepSeekRunner::AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,

@@ -31,8 +31,11 @@ class DeepSeekRunner : public ModelRunner {
   int64_t sequence_bytes() const override;
   int64_t max_positions() const override;
 
+  bool prompt_sensitive() const override {
+    return options_.index_key_mode == model::IndexKeyMode::kOfficial;
+  }
   Status InitPages(int64_t n_pages) override;
-  std::unique_ptr<RunnerSequence> NewSequence() override;
+  std::unique_ptr<RunnerSequence> NewSequence(int64_t prompt_len) override;
   Status AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,
                      std::span<const int32_t> tokens) override;
   StatusOr<std::unique_ptr<RunnerSequence>> Fork(const RunnerSequence& parent) override;

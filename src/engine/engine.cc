@@ -276,7 +276,7 @@ void Engine::RegisterBlocks(Sequence* seq) {
   const int64_t p = kv_->block_tokens();
   const int64_t complete = seq->computed / p;
   if (complete <= seq->registered_blocks) return;
-  seq->UpdateBlockKeys(p);
+  seq->UpdateBlockKeys(p, runner_->prompt_sensitive());
   for (int64_t b = seq->registered_blocks; b < complete; ++b) {
     kv_->Register(seq->pages[static_cast<size_t>(b)], seq->block_keys[static_cast<size_t>(b)]);
   }

@@ -8,7 +8,8 @@
 
 namespace deepinfer::engine {
 
-BlockKey ChainBlockKey(const std::optional<BlockKey>& parent, std::span<const int32_t> tokens) {
+BlockKey ChainBlockKey(const std::optional<BlockKey>& parent, std::span<const int32_t> tokens,
+                       int64_t prompt_rows) {
   // XXH3-128 over (parent key, tokens): 128 bits keep accidental collisions out of reach.
   XXH3_state_t* st = XXH3_createState();
   CHECK(st != nullptr);
@@ -20,6 +21,7 @@ BlockKey ChainBlockKey(const std::optional<BlockKey>& parent, std::span<const in
     XXH3_128bits_update(st, &parent->hi, sizeof(uint64_t));
   }
   XXH3_128bits_update(st, tokens.data(), tokens.size_bytes());
+  if (prompt_rows >= 0) XXH3_128bits_update(st, &prompt_rows, sizeof(prompt_rows));
   const XXH128_hash_t h = XXH3_128bits_digest(st);
   XXH3_freeState(st);
   return BlockKey{h.low64, h.high64};

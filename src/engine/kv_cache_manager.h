@@ -33,8 +33,11 @@ struct BlockKeyHash {
   size_t operator()(const BlockKey& k) const { return static_cast<size_t>(k.lo ^ (k.hi * 31)); }
 };
 
-// key of block i from the key of block i-1 (nullopt for the first block) and its tokens.
-BlockKey ChainBlockKey(const std::optional<BlockKey>& parent, std::span<const int32_t> tokens);
+// key of block i from the key of block i-1 (nullopt for the first block), its tokens and, for a
+// model whose state depends on which positions were prompt rows (ModelRunner::prompt_sensitive),
+// how many of the block's positions were (0 .. block length; -1: not part of the key).
+BlockKey ChainBlockKey(const std::optional<BlockKey>& parent, std::span<const int32_t> tokens,
+                       int64_t prompt_rows = -1);
 
 struct KvCacheCounters {
   int64_t capacity = 0;

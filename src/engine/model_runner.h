@@ -76,9 +76,16 @@ class ModelRunner {
   // Longest sequence (prompt + output) the model accepts.
   virtual int64_t max_positions() const = 0;
 
+  // Whether a position's state depends on which positions were prompt rows, not only on the
+  // tokens (DeepSeek-V4.1 in official index-key mode); the prefix cache then keys blocks by it.
+  virtual bool prompt_sensitive() const { return false; }
+
   // Allocates the storage of `n_pages` pages; called once before any sequence exists.
   virtual Status InitPages(int64_t n_pages) = 0;
-  virtual std::unique_ptr<RunnerSequence> NewSequence() = 0;
+  // A sequence whose first `prompt_len` positions are its prompt: however its positions are
+  // split into calls (chunks, prefix hits, verify rows, recompute after a preemption), prompt
+  // positions get the results of one prefill and every later position those of one decode step.
+  virtual std::unique_ptr<RunnerSequence> NewSequence(int64_t prompt_len) = 0;
   // Continues a fresh sequence from complete cached pages holding `tokens` (a multiple of
   // page_tokens) so that the result equals having run them.
   virtual Status AdoptPrefix(RunnerSequence* seq, std::span<const int32_t> pages,

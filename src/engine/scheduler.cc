@@ -6,14 +6,18 @@
 
 namespace deepinfer::engine {
 
-void Sequence::UpdateBlockKeys(int64_t block_tokens) {
+void Sequence::UpdateBlockKeys(int64_t block_tokens, bool key_prompt_rows) {
   const int64_t full = static_cast<int64_t>(tokens.size()) / block_tokens;
   for (int64_t b = static_cast<int64_t>(block_keys.size()); b < full; ++b) {
     std::optional<BlockKey> parent;
     if (b > 0) parent = block_keys[static_cast<size_t>(b - 1)];
-    block_keys.push_back(ChainBlockKey(
-        parent, std::span<const int32_t>(tokens).subspan(static_cast<size_t>(b * block_tokens),
-                                                         static_cast<size_t>(block_tokens))));
+    const int64_t prompt_rows =
+        key_prompt_rows ? std::clamp<int64_t>(prompt_len - b * block_tokens, 0, block_tokens) : -1;
+    block_keys.push_back(
+        ChainBlockKey(parent,
+                      std::span<const int32_t>(tokens).subspan(
+                          static_cast<size_t>(b * block_tokens), static_cast<size_t>(block_tokens)),
+                      prompt_rows));
   }
 }
 
@@ -81,7 +85,7 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
   }
   const int64_t p = kv_->block_tokens();
   const int64_t len = static_cast<int64_t>(seq->tokens.size());
-  seq->UpdateBlockKeys(p);
+  seq->UpdateBlockKeys(p, runner_->prompt_sensitive());
   // Keep at least one token to compute: its logits choose the next token. Prompt logprobs need
   // the logits of every prompt position, so such a request computes its whole prompt.
   const int64_t max_hit_blocks = seq->request.params.prompt_logprobs ? 0 : (len - 1) / p;
@@ -99,7 +103,7 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
     ReleasePages(seq);
     return false;
   }
-  seq->runner = runner_->NewSequence();
+  seq->runner = runner_->NewSequence(seq->prompt_len);
   seq->computed = 0;
   if (h > 0) {
     const Status s = runner_->AdoptPrefix(

@@ -60,8 +60,9 @@ struct Sequence {
 
   int64_t n_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - computed; }
-  // Extends block_keys over every full block of `tokens`.
-  void UpdateBlockKeys(int64_t block_tokens);
+  // Extends block_keys over every full block of `tokens`; key_prompt_rows: the keys say which
+  // positions were prompt rows (ModelRunner::prompt_sensitive).
+  void UpdateBlockKeys(int64_t block_tokens, bool key_prompt_rows);
 };
 
 }  // namespace deepinfer::engine

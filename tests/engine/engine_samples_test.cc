@@ -185,7 +185,7 @@ TEST(EngineSamplesTest, PromptLogprobsEqualADirectForwardUnderChunkingAndPreempt
   for (int i = 0; i < 23; ++i) prompt.push_back(static_cast<int32_t>(2 + (i * 37) % 60));
   FakeRunner direct(vocab, 4);
   ASSERT_TRUE(direct.InitPages(8).ok());
-  auto seq = direct.NewSequence();
+  auto seq = direct.NewSequence(static_cast<int64_t>(prompt.size()));
   std::vector<int32_t> pages = {0, 1, 2, 3, 4, 5};
   RunnerInput in;
   in.seq = seq.get();

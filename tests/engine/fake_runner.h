@@ -50,7 +50,7 @@ class FakeRunner : public ModelRunner {
     slots_.assign(static_cast<size_t>(n_pages * page_tokens_), 0);
     return Status::Ok();
   }
-  std::unique_ptr<RunnerSequence> NewSequence() override {
+  std::unique_ptr<RunnerSequence> NewSequence(int64_t /*prompt_len*/) override {
     return std::make_unique<FakeSequence>();
   }
 

@@ -1,8 +1,8 @@
-// Equivalences of the forward pass on the v41-tiny-a fixture (issue 3, item 7): chunked prefill,
-// verify rows and batching give bit-identical logits to one-shot prefill / one-by-one decode /
-// running alone (owner index-key mode, where the reference itself is consistent); in official
-// mode, where decode steps follow the index-key publishing rule, they agree within the
-// free-running limits.
+// Equivalences of the forward pass on the v41-tiny-a fixture (issue 3, item 7; issue 20): chunked
+// prefill, verify rows, recompute in one call and batching give bit-identical logits to one-shot
+// prefill / one-by-one decode / running alone, in both index-key modes. In official mode a row's
+// index keys depend on whether it is a prompt row (index_key_schedule.h), so every comparison
+// fixes the prompt length.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,10 +39,12 @@ class ForwardEquivalenceTest : public ::testing::Test {
     model_ = nullptr;
   }
 
-  // Logits of every token of `ids` fed in chunks of the given sizes (cycled) to a fresh sequence.
+  // Logits of every token of `ids` fed in chunks of the given sizes (cycled) to a fresh sequence
+  // whose first `prompt_len` positions are its prompt (0: the first chunk).
   static std::vector<float> Chunked(const std::vector<int32_t>& ids, std::vector<int> sizes,
-                                    IndexKeyMode mode) {
+                                    IndexKeyMode mode, int64_t prompt_len = 0) {
     SequenceState s = model_->NewSequence();
+    s.prompt_length = prompt_len;
     ForwardOptions opt;
     opt.index_key_mode = mode;
     opt.all_logits = true;
@@ -75,6 +77,48 @@ class ForwardEquivalenceTest : public ::testing::Test {
     return sum / static_cast<double>(rows);
   }
 
+  // Each sequence alone (prompt = its first chunk) against all of them in one call per step.
+  static void ExpectBatchEqualsAlone(const std::vector<std::vector<int32_t>>& seqs,
+                                     const std::vector<std::vector<int>>& plans,
+                                     IndexKeyMode mode) {
+    const size_t n_seq = seqs.size();
+    std::vector<std::vector<float>> alone;
+    for (size_t i = 0; i < n_seq; ++i) alone.push_back(Chunked(seqs[i], plans[i], mode));
+    // Together: step t feeds each sequence its t-th chunk (sequences that finished sit out).
+    std::vector<SequenceState> states;
+    for (size_t i = 0; i < n_seq; ++i) states.push_back(model_->NewSequence());
+    std::vector<std::vector<float>> together(n_seq);
+    std::vector<size_t> pos(n_seq, 0);
+    ForwardOptions opt;
+    opt.index_key_mode = mode;
+    opt.all_logits = true;
+    for (size_t step = 0;; ++step) {
+      std::vector<ForwardInput> inputs;
+      std::vector<size_t> who;
+      for (size_t i = 0; i < n_seq; ++i) {
+        if (step >= plans[i].size()) continue;
+        inputs.push_back(
+            {&states[i], std::span<const int32_t>(seqs[i]).subspan(pos[i], plans[i][step])});
+        who.push_back(i);
+        pos[i] += plans[i][step];
+      }
+      if (inputs.empty()) break;
+      ForwardOutput out;
+      ASSERT_TRUE(model_->Forward(inputs, opt, &out).ok());
+      const int64_t v = model_->config().vocab_size;
+      size_t row = 0;
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        const size_t n = inputs[j].tokens.size();
+        together[who[j]].insert(together[who[j]].end(), out.logits.begin() + row * v,
+                                out.logits.begin() + (row + n) * v);
+        row += n;
+      }
+    }
+    for (size_t i = 0; i < n_seq; ++i) {
+      EXPECT_EQ(together[i], alone[i]) << "mode " << static_cast<int>(mode) << " sequence " << i;
+    }
+  }
+
   static Model* model_;
   static std::vector<int32_t> ids_;
 };
@@ -91,17 +135,32 @@ TEST_F(ForwardEquivalenceTest, OwnerChunkedPrefillIsBitIdenticalToOneShot) {
   EXPECT_EQ(Chunked(ids_, {5, 1, 16, 2, 9}, IndexKeyMode::kOwner), one_shot);
 }
 
-TEST_F(ForwardEquivalenceTest, OfficialChunkedPrefillStaysWithinFreeRunningLimits) {
-  // In official mode a chunk that does not complete a ratio-2 group publishes no index keys, so
-  // the next index layer scores the last published ones (v41_model.md §3.14): chunked prefill may
-  // differ from one-shot, within the fixture's free-running logit limit (mean rel-RMS 0.33).
-  const auto one_shot = Chunked(ids_, {static_cast<int>(ids_.size())}, IndexKeyMode::kOfficial);
+TEST_F(ForwardEquivalenceTest, OfficialChunkedPrefillIsBitIdenticalToOneShot) {
+  // Every prompt row has prefill semantics however the prompt is split, 1-row chunks included.
+  const auto n = static_cast<int64_t>(ids_.size());
+  const auto one_shot = Chunked(ids_, {static_cast<int>(n)}, IndexKeyMode::kOfficial);
   for (int chunk : {1, 3, 7, 16}) {
-    const auto chunked = Chunked(ids_, {chunk}, IndexKeyMode::kOfficial);
-    EXPECT_LE(MeanRelRms(chunked, one_shot, model_->config().vocab_size), 0.33) << chunk;
+    EXPECT_EQ(Chunked(ids_, {chunk}, IndexKeyMode::kOfficial, n), one_shot) << "chunk " << chunk;
   }
-  // Chunks of even size complete every group they start, so they publish like one-shot prefill.
-  EXPECT_EQ(Chunked(ids_, {16}, IndexKeyMode::kOfficial), one_shot);
+  EXPECT_EQ(Chunked(ids_, {5, 1, 16, 2, 9}, IndexKeyMode::kOfficial, n), one_shot);
+}
+
+TEST_F(ForwardEquivalenceTest, OfficialDecodeRowsDifferFromPrefillRows) {
+  // The fixture's ratio-2 index layer holds more than index_topk entries past position 17, so
+  // official decode steps (scoring the ratio-1 owner's keys at odd steps) must differ from
+  // prefill rows there; otherwise the official-mode tests below would prove nothing.
+  ASSERT_GT(static_cast<int64_t>(ids_.size()), 4 * model_->config().index_topk);
+  const int prompt = 47;
+  std::vector<int> decode = {prompt};
+  decode.resize(1 + ids_.size() - prompt, 1);
+  const int64_t v = model_->config().vocab_size;
+  const auto prefill = Chunked(ids_, {static_cast<int>(ids_.size())}, IndexKeyMode::kOfficial);
+  const auto decoded = Chunked(ids_, decode, IndexKeyMode::kOfficial);
+  EXPECT_TRUE(std::equal(prefill.begin(), prefill.begin() + prompt * v, decoded.begin()));
+  EXPECT_NE(prefill, decoded);
+  // Owner mode has no such difference.
+  EXPECT_EQ(Chunked(ids_, decode, IndexKeyMode::kOwner),
+            Chunked(ids_, {static_cast<int>(ids_.size())}, IndexKeyMode::kOwner));
 }
 
 TEST_F(ForwardEquivalenceTest, OwnerPrefillThenDecodeEqualsFullPrefill) {
@@ -114,17 +173,35 @@ TEST_F(ForwardEquivalenceTest, OwnerPrefillThenDecodeEqualsFullPrefill) {
 
 TEST_F(ForwardEquivalenceTest, VerifyRowsEqualOneByOneDecode) {
   // Prompt, then blocks of k verify rows vs the same tokens decoded one at a time.
-  const int prompt = 47;
-  for (int k : {2, 4, 5}) {
-    std::vector<int> verify = {prompt}, single = {prompt};
-    for (size_t n = prompt; n < ids_.size(); n += k) verify.push_back(k);
-    single.resize(1 + ids_.size() - prompt, 1);
-    const auto a = Chunked(ids_, verify, IndexKeyMode::kOwner);
-    EXPECT_EQ(a, Chunked(ids_, single, IndexKeyMode::kOwner)) << "k " << k;
-    // Official mode: the decode steps publish index keys differently, so only closeness.
-    const auto ao = Chunked(ids_, verify, IndexKeyMode::kOfficial);
-    const auto bo = Chunked(ids_, single, IndexKeyMode::kOfficial);
-    EXPECT_LE(MeanRelRms(ao, bo, model_->config().vocab_size), 0.33) << "k " << k;
+  for (IndexKeyMode mode : {IndexKeyMode::kOwner, IndexKeyMode::kOfficial}) {
+    for (int prompt : {5, 18, 47}) {
+      std::vector<int> single = {prompt};
+      single.resize(1 + ids_.size() - prompt, 1);
+      const auto one_by_one = Chunked(ids_, single, mode, prompt);
+      for (int k : {2, 3, 4, 5}) {
+        std::vector<int> verify = {prompt};
+        for (size_t n = prompt; n < ids_.size(); n += k) verify.push_back(k);
+        EXPECT_EQ(Chunked(ids_, verify, mode, prompt), one_by_one)
+            << "mode " << static_cast<int>(mode) << " prompt " << prompt << " k " << k;
+      }
+    }
+  }
+}
+
+TEST_F(ForwardEquivalenceTest, RecomputeEqualsPrefillThenDecode) {
+  // After a preemption the engine feeds prompt and output again, in chunks that cross the prompt
+  // boundary: the output rows keep one decode step's semantics (in official mode the model runs
+  // rows that read keys of later rows' layers in further passes).
+  for (IndexKeyMode mode : {IndexKeyMode::kOwner, IndexKeyMode::kOfficial}) {
+    for (int prompt : {1, 2, 9, 47}) {
+      std::vector<int> single = {prompt};
+      single.resize(1 + ids_.size() - prompt, 1);
+      const auto decoded = Chunked(ids_, single, mode, prompt);
+      for (int chunk : {static_cast<int>(ids_.size()), 64, 13}) {
+        EXPECT_EQ(Chunked(ids_, {chunk}, mode, prompt), decoded)
+            << "mode " << static_cast<int>(mode) << " prompt " << prompt << " chunk " << chunk;
+      }
+    }
   }
 }
 
@@ -140,40 +217,9 @@ TEST_F(ForwardEquivalenceTest, BatchOfFourGivesEachSequenceItsOwnLogits) {
     seqs.push_back(s);
   }
   const std::vector<std::vector<int>> plans = {{40}, {10, 1, 1, 28}, {3, 3, 34}, {20, 4, 16}};
-  // Alone.
-  std::vector<std::vector<float>> alone;
-  for (int i = 0; i < 4; ++i) alone.push_back(Chunked(seqs[i], plans[i], IndexKeyMode::kOwner));
-  // Together: step t feeds each sequence its t-th chunk (sequences that finished sit out).
-  std::vector<SequenceState> states;
-  for (int i = 0; i < 4; ++i) states.push_back(model_->NewSequence());
-  std::vector<std::vector<float>> together(4);
-  std::vector<size_t> pos(4, 0);
-  ForwardOptions opt;
-  opt.index_key_mode = IndexKeyMode::kOwner;
-  opt.all_logits = true;
-  for (size_t step = 0;; ++step) {
-    std::vector<ForwardInput> inputs;
-    std::vector<int> who;
-    for (int i = 0; i < 4; ++i) {
-      if (step >= plans[i].size()) continue;
-      inputs.push_back(
-          {&states[i], std::span<const int32_t>(seqs[i]).subspan(pos[i], plans[i][step])});
-      who.push_back(i);
-      pos[i] += plans[i][step];
-    }
-    if (inputs.empty()) break;
-    ForwardOutput out;
-    ASSERT_TRUE(model_->Forward(inputs, opt, &out).ok());
-    const int64_t v = model_->config().vocab_size;
-    size_t row = 0;
-    for (size_t j = 0; j < inputs.size(); ++j) {
-      const size_t n = inputs[j].tokens.size();
-      together[who[j]].insert(together[who[j]].end(), out.logits.begin() + row * v,
-                              out.logits.begin() + (row + n) * v);
-      row += n;
-    }
+  for (IndexKeyMode mode : {IndexKeyMode::kOwner, IndexKeyMode::kOfficial}) {
+    ExpectBatchEqualsAlone(seqs, plans, mode);
   }
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i], alone[i]) << "sequence " << i;
 }
 
 TEST_F(ForwardEquivalenceTest, MappedWeightsGiveThePackedResults) {

@@ -169,13 +169,7 @@ void RunAttention(BatchContext* ctx, int li, const uint16_t* x, uint16_t* out) {
     ScopedPhase phase("attn.compressor+indexer");
     if (d.owns_compressor) {
       ScopedPhase phase_c("attn.compressor");
-      std::vector<int64_t> emitted;
-      RunCompressor(*ctx, li, x, &emitted);
-      if (d.has_indexer) {
-        for (size_t s = 0; s < ctx->segments.size(); ++s) {
-          if (emitted[s] > 0) ctx->segments[s].state->published_index_owner = li;
-        }
-      }
+      RunCompressor(*ctx, li, x);
     }
     if (d.has_indexer) RunIndexer(ctx, li, x, qr.data());
   }

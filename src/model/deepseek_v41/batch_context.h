@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/deepseek_v41/config.h"
+#include "model/deepseek_v41/index_key_schedule.h"
 #include "model/deepseek_v41/layer_descriptor.h"
 #include "model/deepseek_v41/sequence_state.h"
 #include "model/deepseek_v41/weights.h"
@@ -24,7 +25,9 @@ namespace deepinfer::model {
 
 // Which index keys an index layer scores (v41_model.md §3.14).
 //   kOfficial: the upstream behaviour: a KV source publishes its keys only when its compressor
-//              emits an entry; an index layer scores whatever was published last.
+//              emits an entry; an index layer scores whatever was published last, as the
+//              reference's one prefill plus one decode step per token would have it, per row
+//              (index_key_schedule.h).
 //   kOwner:    every index layer scores its own KV source's keys.
 enum class IndexKeyMode { kOfficial, kOwner };
 
@@ -41,6 +44,7 @@ struct BatchContext {
   const ModelWeights* weights = nullptr;
   ThreadPool* pool = nullptr;
   IndexKeyMode index_key_mode = IndexKeyMode::kOfficial;
+  const IndexKeySchedule* index_keys = nullptr;  // official mode's key choice per row
 
   // RoPE frequencies per layer (rope_head_dim/2 fp32 each; kernels/cpu/rope.h).
   const std::vector<std::vector<float>>* rope_freqs = nullptr;

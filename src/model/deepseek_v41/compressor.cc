@@ -47,14 +47,12 @@ void EmitEntry(const BatchContext& ctx, int li, const uint16_t* latent, int64_t 
 
 }  // namespace
 
-void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
-                   std::vector<int64_t>* emitted) {
+void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x) {
   const ModelConfig& c = ctx.cfg();
   const LayerDescriptor& d = ctx.layer(li);
   const CompressorWeights& cw = *ctx.weights->layers[li].attn.compressor;
   const int64_t dim = c.dim, hd = c.head_dim, rows = ctx.n_rows;
   const int ratio = d.compress_ratio;
-  emitted->assign(ctx.segments.size(), 0);
 
   if (!d.compressor_pools) {
     // One latent per token.
@@ -62,15 +60,13 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
     kernels::GemmBf16(cw.wkv.bf16(), hd, dim, dim, x, rows, dim, latent.data(), DType::kBF16, hd,
                       ctx.pool);
     kernels::RmsNormInPlace(cw.norm, latent.data(), rows, hd, c.norm_eps);
-    for (size_t s = 0; s < ctx.segments.size(); ++s) {
-      const Segment& seg = ctx.segments[s];
+    for (const Segment& seg : ctx.segments) {
       LayerCache& cache = seg.state->layers[li];
       for (int64_t r = 0; r < seg.n_rows; ++r) {
         const int64_t pos = seg.pos0 + r;
         CHECK_EQ(cache.n_entries, pos);
         EmitEntry(ctx, li, latent.data() + (seg.row0 + r) * hd, pos, *seg.state);
       }
-      (*emitted)[s] = seg.n_rows;
     }
     return;
   }
@@ -86,8 +82,7 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
   std::vector<float> pooled(hd);
   std::vector<uint16_t> latent(hd);
   std::vector<float> e(ratio);
-  for (size_t s = 0; s < ctx.segments.size(); ++s) {
-    const Segment& seg = ctx.segments[s];
+  for (const Segment& seg : ctx.segments) {
     LayerCache& cache = seg.state->layers[li];
     for (int64_t r = 0; r < seg.n_rows; ++r) {
       const int64_t pos = seg.pos0 + r;
@@ -116,7 +111,6 @@ void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
       const int64_t j = pos / ratio;
       CHECK_EQ(cache.n_entries, j);
       EmitEntry(ctx, li, latent.data(), j, *seg.state);
-      ++(*emitted)[s];
     }
   }
 }

@@ -20,8 +20,7 @@
 namespace deepinfer::model {
 
 // x: the attention input [rows][dim] (after attn_norm). Appends entries to every segment's cache
-// of layer `li`; emitted[s] = entries segment s gained.
-void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x,
-                   std::vector<int64_t>* emitted);
+// of layer `li`.
+void RunCompressor(const BatchContext& ctx, int li, const uint16_t* x);
 
 }  // namespace deepinfer::model

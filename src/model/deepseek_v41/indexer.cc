@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -19,18 +20,75 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// The KV source whose index keys layer `li` scores for this sequence: its own in owner mode; the
-// last publisher in official mode, unless that cache cannot cover the `visible` entries this call
-// needs (possible only for chunks the official code never runs, e.g. ratio > 2 with odd chunks),
-// where the own keys are the only meaningful choice.
-int KeyLayer(const BatchContext& ctx, int li, const SequenceState& state, int64_t visible) {
-  const LayerDescriptor& d = ctx.layer(li);
-  const int published = state.published_index_owner;
-  if (ctx.index_key_mode == IndexKeyMode::kOwner || published < 0 ||
-      state.layers[published].n_entries < visible) {
-    return d.index_key_layer;
+// The KV source whose index keys layer `li` scores for one row: its own in owner mode, the
+// official slot for that row otherwise (index_key_schedule.h).
+int KeyLayer(const BatchContext& ctx, int li, const SequenceState& state, int64_t pos) {
+  if (ctx.index_key_mode == IndexKeyMode::kOwner) return ctx.layer(li).index_key_layer;
+  return ctx.index_keys->KeyLayer(li, pos, state.prompt_length);
+}
+
+// Scores rows `rows` (segment-relative, ascending) of one segment against the first
+// max(visible) index keys of `key_layer`: score[r][t] for t < visible[r], at row stride
+// `score_stride`. Rows that are not contiguous are gathered first (official-mode rows of one
+// segment that score different layers' keys).
+void ScoreRows(const BatchContext& ctx, const Segment& seg, int key_layer,
+               const std::vector<int64_t>& rows, const uint16_t* q, const uint16_t* w,
+               const int64_t* visible, float* score, int64_t score_stride) {
+  const ModelConfig& c = ctx.cfg();
+  const int64_t heads = c.index_n_heads, id = c.index_head_dim, qw = heads * id;
+  const SequenceState& st = *seg.state;
+  int64_t n_keys = 0;
+  for (int64_t r : rows) n_keys = std::max(n_keys, visible[r]);
+  CHECK_LE(n_keys, st.layers[key_layer].n_entries) << "reads layer " << key_layer;
+  if (n_keys == 0) return;
+  const KvPageLayout::Layer& key_pages = st.page_layout().layers[key_layer];
+  std::vector<const uint16_t*> k_pages;
+  for (int64_t j = 0; j < n_keys; j += key_pages.entries_per_page) {
+    k_pages.push_back(st.IndexKey(key_layer, j));
   }
-  return published;
+  const auto n = static_cast<int64_t>(rows.size());
+  const bool contiguous = rows.back() - rows.front() + 1 == n;
+  std::vector<uint16_t> q_rows, w_rows;
+  std::vector<int64_t> vis_rows;
+  std::vector<float> score_rows;
+  kernels::IndexScoreParams p;
+  p.q = q + (seg.row0 + rows.front()) * qw;
+  p.w = w + (seg.row0 + rows.front()) * heads;
+  p.visible = visible + rows.front();
+  p.score = score + rows.front() * score_stride;
+  p.score_stride = score_stride;
+  if (!contiguous) {
+    q_rows.resize(n * qw);
+    w_rows.resize(n * heads);
+    vis_rows.resize(n);
+    score_rows.resize(n * n_keys);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t row = seg.row0 + rows[i];
+      std::copy_n(q + row * qw, qw, q_rows.data() + i * qw);
+      std::copy_n(w + row * heads, heads, w_rows.data() + i * heads);
+      vis_rows[i] = visible[rows[i]];
+    }
+    p.q = q_rows.data();
+    p.w = w_rows.data();
+    p.visible = vis_rows.data();
+    p.score = score_rows.data();
+    p.score_stride = n_keys;
+  }
+  p.q_row_stride = qw;
+  p.w_row_stride = heads;
+  p.k_pages = k_pages.data();
+  p.keys_per_page = key_pages.entries_per_page;
+  p.k_stride = id;
+  p.n_keys = n_keys;
+  p.n_rows = n;
+  p.n_heads = static_cast<int>(heads);
+  p.head_dim = static_cast<int>(id);
+  kernels::IndexScore(p, ctx.pool);
+  if (!contiguous) {
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(score_rows.data() + i * n_keys, vis_rows[i], score + rows[i] * score_stride);
+    }
+  }
 }
 
 // Candidate blocks of one row over `visible` scores -> mask (1 = keep).
@@ -91,41 +149,29 @@ void RunIndexer(BatchContext* ctx, int li, const uint16_t* x, const uint16_t* qr
   if (d.candidate_role == CandidateRole::kSource) ctx->candidate_mask.assign(rows, {});
 
   for (const Segment& seg : ctx->segments) {
-    const SequenceState& st = *seg.state;
     std::vector<int64_t> visible(seg.n_rows);
     int64_t max_visible = 0;
     for (int64_t r = 0; r < seg.n_rows; ++r) {
       visible[r] = (seg.pos0 + r + 1) / ratio;
       max_visible = std::max(max_visible, visible[r]);
     }
-    const int key_layer = KeyLayer(*ctx, li, st, max_visible);
-    const LayerCache& keys = st.layers[key_layer];
-    CHECK_LE(max_visible, keys.n_entries) << "layer " << li << " reads layer " << key_layer;
     if (max_visible == 0) continue;
-    std::vector<float> score(seg.n_rows * max_visible);
-    const KvPageLayout::Layer& key_pages = st.page_layout().layers[key_layer];
-    std::vector<const uint16_t*> k_pages;
-    for (int64_t j = 0; j < max_visible; j += key_pages.entries_per_page) {
-      k_pages.push_back(st.IndexKey(key_layer, j));
+    // Rows by the keys they score: one group but for official-mode rows of different kinds.
+    std::vector<std::pair<int, std::vector<int64_t>>> groups;
+    for (int64_t r = 0; r < seg.n_rows; ++r) {
+      const int key_layer = KeyLayer(*ctx, li, *seg.state, seg.pos0 + r);
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](const auto& e) { return e.first == key_layer; });
+      if (g == groups.end()) g = groups.insert(groups.end(), {key_layer, {}});
+      g->second.push_back(r);
     }
-    kernels::IndexScoreParams p;
-    p.q = q.data() + seg.row0 * qw;
-    p.q_row_stride = qw;
-    p.w = w.data() + seg.row0 * heads;
-    p.w_row_stride = heads;
-    p.k_pages = k_pages.data();
-    p.keys_per_page = key_pages.entries_per_page;
-    p.k_stride = id;
-    p.n_keys = max_visible;
-    p.visible = visible.data();
-    p.score = score.data();
-    p.score_stride = max_visible;
-    p.n_rows = seg.n_rows;
-    p.n_heads = static_cast<int>(heads);
-    p.head_dim = static_cast<int>(id);
+    std::vector<float> score(seg.n_rows * max_visible);
     {
       ScopedPhase phase("attn.indexer.score");
-      kernels::IndexScore(p, ctx->pool);
+      for (const auto& [key_layer, group_rows] : groups) {
+        ScoreRows(*ctx, seg, key_layer, group_rows, q.data(), w.data(), visible.data(),
+                  score.data(), max_visible);
+      }
     }
     ScopedPhase phase("attn.indexer.topk");
 

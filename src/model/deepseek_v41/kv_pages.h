@@ -4,15 +4,16 @@
 // for every KV-source layer, the compressed KV entries and index keys those positions produce
 // (entry j of a ratio-r layer stands for positions j*r .. j*r+r-1, so a page holds P/r entries of
 // it); P is a multiple of every compress ratio and of candidate_block_size, so a page's entries
-// depend only on the tokens up to its end. That is what lets the engine share full pages between
-// sequences with the same prefix (the prefix cache) and evict them as units.
+// depend only on the tokens up to its end (and, in official index-key mode, on which of those
+// positions were prompt rows: index_key_schedule.h; the engine's block keys include it). That is
+// what lets the engine share full pages between sequences with the same prefix (the prefix cache)
+// and evict them as units.
 //
 // A page also keeps a *ring tail*: the window latents (the values the window rings hold) of its
-// last min(P, window) positions for every backbone layer and DSpark stage, and which KV source
-// had published index keys last at its end. A sequence that adopts cached pages up to H restores
-// its window rings from the tails of the pages before H, exactly, without recomputing anything
-// (AdoptPrefix in model.h). The ratio-2 partial group is empty at H, since H is a multiple of
-// every ratio.
+// last min(P, window) positions for every backbone layer and DSpark stage. A sequence that adopts
+// cached pages up to H restores its window rings from the tails of the pages before H, exactly,
+// without recomputing anything (AdoptPrefix in model.h). The ratio-2 partial group is empty at H,
+// since H is a multiple of every ratio.
 //
 // Page layout (bytes, each region 64-byte aligned):
 //   header | per KV source: kv [P/r][head_dim] bf16, keys [P/r][index_head_dim] bf16 (indexer
@@ -57,8 +58,7 @@ StatusOr<KvPageLayout> MakeKvPageLayout(const ModelConfig& config,
 
 // Page header: written when the page's last position is consumed.
 struct KvPageHeader {
-  int32_t published_index_owner = -1;  // SequenceState::published_index_owner at the page end
-  int32_t complete = 0;                // 1 once every position of the page has been consumed
+  int32_t complete = 0;  // 1 once every position of the page has been consumed
 };
 
 // Storage for pages: either a fixed pool of `capacity` pages (one allocation, sized by the

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
-#include <set>
 
 #include "core/bf16.h"
 #include "core/check.h"
@@ -38,6 +37,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadO
   m->pool_ = options.pool ? options.pool : &ThreadPool::Default();
   DI_ASSIGN_OR_RETURN(m->config_, LoadModelConfig(dir));
   m->layers_ = BuildLayerDescriptors(m->config_);
+  m->index_keys_ = IndexKeySchedule(m->layers_);
   DI_ASSIGN_OR_RETURN(io::Checkpoint ck, io::Checkpoint::Open(dir));
   m->checkpoint_ = std::make_unique<io::Checkpoint>(std::move(ck));
   // Every tensor's name, dtype, shape and block layout against the released layout: one error
@@ -82,9 +82,8 @@ void Model::ApplyEngramLayer(int layer, const int64_t* hash_ids, int64_t rows,
   ApplyEngram(config_, *w.engram, hash_ids, rows, stream, *pool_);
 }
 
-Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions& options,
-                      ForwardOutput* out) const {
-  ScopedPhase phase_forward("forward");
+Status Model::ForwardPass(std::span<const ForwardInput> inputs, const ForwardOptions& options,
+                          ForwardOutput* out) const {
   const ModelConfig& c = config_;
   const int64_t dim = c.dim, hc = c.hc_mult, vocab = c.vocab_size;
   BatchContext ctx;
@@ -93,21 +92,9 @@ Status Model::Forward(std::span<const ForwardInput> inputs, const ForwardOptions
   ctx.weights = &weights_;
   ctx.pool = pool_;
   ctx.index_key_mode = options.index_key_mode;
+  ctx.index_keys = &index_keys_;
   ctx.rope_freqs = &rope_freqs_;
-  std::set<const SequenceState*> seen;
-  for (const ForwardInput& in : inputs) {
-    if (in.state == nullptr || in.tokens.empty()) {
-      return InvalidArgument("forward: every input needs a sequence and at least one token");
-    }
-    if (!seen.insert(in.state).second) {
-      return InvalidArgument("forward: a sequence appears twice in one batch");
-    }
-    for (int32_t t : in.tokens) {
-      if (t < 0 || t >= c.vocab_size) {
-        return InvalidArgument("forward: token id " + std::to_string(t) + " outside [0, " +
-                               std::to_string(c.vocab_size) + ")");
-      }
-    }
+  for (const ForwardInput& in : inputs) {  // validated by Forward
     DI_RETURN_IF_ERROR(
         EnsurePages(in.state, in.state->length + static_cast<int64_t>(in.tokens.size())));
     Segment seg;

@@ -24,6 +24,7 @@
 #include "model/deepseek_v41/config.h"
 #include "model/deepseek_v41/engram_hash.h"
 #include "model/deepseek_v41/engram_token_map.h"
+#include "model/deepseek_v41/index_key_schedule.h"
 #include "model/deepseek_v41/layer_descriptor.h"
 #include "model/deepseek_v41/sequence_state.h"
 #include "model/deepseek_v41/weights.h"
@@ -111,7 +112,10 @@ class Model {
 
   SequenceState NewSequence() const { return NewSequenceState(config_, layers_); }
 
-  // Runs the backbone over `inputs` (one per sequence, no sequence twice).
+  // Runs the backbone over `inputs` (one per sequence, no sequence twice). In official
+  // index-key mode, rows that read index keys a later layer writes for earlier rows of the same
+  // input (IndexKeySchedule::MaxRowsPerCall: generated rows recomputed after a preemption, verify
+  // rows at short contexts) run in further passes; the result is the same as one call.
   Status Forward(std::span<const ForwardInput> inputs, const ForwardOptions& options,
                  ForwardOutput* out) const;
 
@@ -121,9 +125,11 @@ class Model {
 
   // Prefix reuse: `state` is fresh and its page table already holds the complete pages of
   // `tokens` (their count a multiple of the page length), written by another sequence with the
-  // same tokens. Restores everything else the sequence carries at that position (window rings
-  // from the page tails, Engram history, the published index-key owner; not the DSpark rings) so
-  // that continuing from here equals having run the tokens, bit for bit (model_prefix.cc).
+  // same tokens and, in official index-key mode, the same prompt rows among them (its
+  // prompt_length, clipped to the prefix, equal to this state's). Restores everything else the
+  // sequence carries at that position (window rings from the page tails, Engram history; not the
+  // DSpark rings) so that continuing from here equals having run the tokens, bit for bit
+  // (model_prefix.cc).
   Status AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens) const;
 
   // DSpark: writes the stage rings for the next rows of a sequence from their taps
@@ -138,10 +144,14 @@ class Model {
 
  private:
   Model() = default;
+  // One pass of Forward: every input's rows in one batch (model.cc).
+  Status ForwardPass(std::span<const ForwardInput> inputs, const ForwardOptions& options,
+                     ForwardOutput* out) const;
 
   std::unique_ptr<io::Checkpoint> checkpoint_;  // owns the mapping the weight views point into
   ModelConfig config_;
   std::vector<LayerDescriptor> layers_;
+  IndexKeySchedule index_keys_;  // over layers_
   ModelWeights weights_;
   EngramHashPlan engram_plan_;
   EngramTokenMap token_map_;

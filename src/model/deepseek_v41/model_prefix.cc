@@ -46,9 +46,6 @@ Status Model::AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens)
     const LayerDescriptor& d = layers_[li];
     if (d.owns_compressor) state->layers[li].n_entries = h / d.compress_ratio;
   }
-  state->published_index_owner =
-      state->kv_store->header(state->pages[static_cast<size_t>(h / l.page_tokens - 1)])
-          ->published_index_owner;
   // Engram history: the compressed ids of the last tokens.
   if (engram_plan_.n_layers() > 0) {
     const size_t keep = std::min<size_t>(tokens.size(), static_cast<size_t>(kEngramMaxNgram - 1));

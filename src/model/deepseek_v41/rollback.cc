@@ -34,7 +34,6 @@ Status BeginSpeculation(SequenceState* state, int64_t rows, SpeculationCheckpoin
   }
   cp->length = state->length;
   cp->rows = rows;
-  cp->published_index_owner = state->published_index_owner;
   cp->engram_history = state->engram_history;
   cp->n_entries.resize(state->layers.size());
   cp->ring.resize(state->layers.size() * static_cast<size_t>(rows * hd));
@@ -92,8 +91,7 @@ Status RollbackSpeculation(const Model& model, SequenceState* state, Speculation
     std::copy_n(log.values.data() + it->offset, hd, c.group_kv.data() + it->slot * hd);
     std::copy_n(log.values.data() + it->offset + hd, hd, c.group_score.data() + it->slot * hd);
   }
-  // Entry counts and the published index-key owner.
-  int owner = cp->published_index_owner;
+  // Entry counts.
   for (size_t li = 0; li < state->layers.size(); ++li) {
     const LayerDescriptor& d = descs[li];
     if (!d.owns_compressor) continue;
@@ -101,10 +99,8 @@ Status RollbackSpeculation(const Model& model, SequenceState* state, Speculation
     LayerCache& c = state->layers[li];
     CHECK_GE(entries, cp->n_entries[li]);
     CHECK_LE(entries, c.n_entries);
-    if (d.has_indexer && entries > cp->n_entries[li]) owner = static_cast<int>(li);
     c.n_entries = entries;
   }
-  state->published_index_owner = owner;
   // Pages the rejected rows completed.
   const int64_t p = state->page_layout().page_tokens;
   for (int64_t page = keep_length / p; page < static_cast<int64_t>(state->pages.size()); ++page) {

@@ -13,8 +13,6 @@
 //     past it are dead storage, rewritten before anything reads them);
 //   * page headers: a page the rejected rows completed is incomplete again (header reset as
 //     Allocate leaves it), so the prefix cache never sees it;
-//   * published_index_owner: the last indexer-owning KV source (in layer order, as one forward
-//     call publishes) that emitted an entry for the kept rows, else the value before the call;
 //   * Engram history: the checkpoint's history advanced over the kept tokens;
 //   * tokens and length.
 // Ring tails in the pages at rejected positions are dead (rewritten when those positions are
@@ -53,7 +51,6 @@ void RecordGroupWrite(GroupUndoLog* log, int layer, int64_t position, int64_t sl
 struct SpeculationCheckpoint {
   int64_t length = -1;  // L; -1 = no checkpoint
   int64_t rows = 0;     // n
-  int published_index_owner = -1;
   EngramHistory engram_history;
   std::vector<int64_t> n_entries;  // per backbone layer
   std::vector<uint16_t> ring;      // per layer, per row r < n: slot of position L+r [head_dim]

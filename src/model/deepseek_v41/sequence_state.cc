@@ -104,7 +104,6 @@ void SealCompletePages(SequenceState* state, int64_t from) {
     if ((page + 1) * p <= from) continue;
     KvPageHeader* h = state->kv_store->header(state->pages[static_cast<size_t>(page)]);
     h->complete = 1;
-    h->published_index_owner = state->published_index_owner;
   }
 }
 
@@ -116,7 +115,7 @@ SequenceState ForkSequenceState(const SequenceState& parent) {
   s.layers = parent.layers;
   s.dspark = parent.dspark;
   s.dspark_length = parent.dspark_length;
-  s.published_index_owner = parent.published_index_owner;
+  s.prompt_length = parent.prompt_length;
   s.engram_history = parent.engram_history;
   s.kv_store = parent.kv_store;
   s.pages = parent.pages;

@@ -9,8 +9,8 @@
 //     blocks to pages of a KvPageStore); and for a pooling compressor (ratio > 1) the fp32
 //     partial group (kv and gate score per slot, slot = position % ratio).
 // Per DSpark stage: its own window ring of main_x latents.
-// Plus the token history (Engram n-grams) and, in `official` index-key mode, which KV source
-// published index keys last (v41_model.md §3.14).
+// Plus the token history (Engram n-grams) and the prompt length, which decides the index keys a
+// row scores in `official` index-key mode (index_key_schedule.h).
 #pragma once
 
 #include <cstdint>
@@ -49,8 +49,11 @@ struct SequenceState {
   std::vector<LayerCache> layers;             // backbone layers
   std::vector<std::vector<uint16_t>> dspark;  // per DSpark stage: [window][head_dim] ring
   int64_t dspark_length = 0;                  // positions written into the DSpark rings
-  int published_index_owner = -1;             // official mode: last KV source that published
-  EngramHistory engram_history;               // look-back of the Engram n-gram hash
+  // Positions [0, prompt_length) are the prompt: rows with prefill semantics, later rows each
+  // with one decode step's (index_key_schedule.h). Set by the caller before the first Forward,
+  // or, when still 0, by the first Forward to the number of tokens it consumes.
+  int64_t prompt_length = 0;
+  EngramHistory engram_history;  // look-back of the Engram n-gram hash
   // Open speculation (rollback.h): the pooling compressors journal their partial-group writes.
   GroupUndoLog* group_undo = nullptr;
 
@@ -76,8 +79,7 @@ struct SequenceState {
   int64_t CacheBytes() const;
 };
 
-// Marks the pages that the positions [from, state->length) completed: header.complete = 1 and
-// the index-key owner published at that point (read back by Model::AdoptPrefix).
+// Marks the pages that the positions [from, state->length) completed: header.complete = 1.
 void SealCompletePages(SequenceState* state, int64_t from);
 
 // Grows the page table of an own-store sequence to cover `positions`; for a sequence in an

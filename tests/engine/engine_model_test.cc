@@ -1,8 +1,9 @@
-// The engine on the real model (v41-tiny-a fixture, owner index-key mode, where chunked prefill
-// and decode are bit-identical to one-shot prefill): a mixed batch gives every request what it
-// gets alone, a prefix-cache hit equals a cold run, and preemption changes nothing. The check is
-// bitwise on the reported logprob of every output token (log_softmax of the logits), and the
-// greedy tokens are checked against a direct Model::Forward loop.
+// The engine on the real model (v41-tiny-a fixture, both index-key modes): a mixed batch gives
+// every request what it gets alone, a prefix-cache hit equals a cold run (remainders of 1, 2 and
+// many rows, at and around page boundaries, a follow-up turn over an earlier output), and
+// preemption changes nothing. The check is bitwise on the reported logprob of every output token
+// (log_softmax of the logits), and the greedy tokens are checked against a direct Model::Forward
+// loop (one prefill, then one decode step per token: the reference's semantics).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,20 +50,20 @@ Request Recorded(const std::vector<int32_t>& prompt, float temperature, int max_
   return r;
 }
 
-class EngineModelTest : public testing::FixtureModelTest {
+class EngineModelTest : public testing::FixtureModelModeTest {
  protected:
   static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
     return RandomPrompts(n, seed, shared, /*max_len=*/70, /*id_margin=*/3);
   }
 
-  // Runs the prompts (greedy, max_tokens each) through one engine, submitted at `submit_step`
-  // (request i enters before step submit_step[i]).
-  static std::vector<Out> Run(const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
-                              int64_t budget_pages, int64_t max_running, int64_t chunk,
-                              bool prefix_cache, std::vector<int> submit_step = {},
-                              EngineStats* stats = nullptr) {
+  // A runner in this suite's mode (pages of 8 positions) and an engine on it.
+  struct Harness {
+    std::unique_ptr<DeepSeekRunner> runner;
+    std::unique_ptr<Engine> engine;
+  };
+  Harness Make(int64_t budget_pages, int64_t max_running, int64_t chunk, bool prefix_cache) {
     DeepSeekRunnerOptions ro;
-    ro.index_key_mode = model::IndexKeyMode::kOwner;
+    ro.index_key_mode = GetParam();
     ro.page_tokens = 8;
     auto runner = DeepSeekRunner::Create(model_, ro);
     EXPECT_TRUE(runner.ok()) << runner.status().ToString();
@@ -76,28 +77,38 @@ class EngineModelTest : public testing::FixtureModelTest {
     eo.check_integrity = true;
     auto engine = Engine::Create(runner->get(), eo, &model_->pool());
     EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    return {std::move(*runner), std::move(*engine)};
+  }
+
+  // Runs the prompts (greedy, max_tokens each) through one engine, submitted at `submit_step`
+  // (request i enters before step submit_step[i]).
+  std::vector<Out> Run(const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
+                       int64_t budget_pages, int64_t max_running, int64_t chunk, bool prefix_cache,
+                       std::vector<int> submit_step = {}, EngineStats* stats = nullptr) {
+    Harness h = Make(budget_pages, max_running, chunk, prefix_cache);
+    Engine* engine = h.engine.get();
     std::vector<Out> outs(prompts.size());
     if (submit_step.empty()) submit_step.assign(prompts.size(), 0);
     size_t next = 0;
-    for (int step = 0; next < prompts.size() || !(*engine)->idle(); ++step) {
+    for (int step = 0; next < prompts.size() || !engine->idle(); ++step) {
       while (next < prompts.size() && submit_step[next] <= step) {
         Request r = Recorded(prompts[next], 0.0f, max_tokens, &outs[next]);
-        EXPECT_TRUE((*engine)->Add(std::move(r)).ok());
+        EXPECT_TRUE(engine->Add(std::move(r)).ok());
         ++next;
       }
-      const Status s = (*engine)->Step();
+      const Status s = engine->Step();
       EXPECT_TRUE(s.ok()) << s.ToString();
       if (!s.ok()) break;
     }
-    if (stats) *stats = (*engine)->stats();
+    if (stats) *stats = engine->stats();
     return outs;
   }
 
   // Greedy tokens by a plain loop over Model::Forward: one-shot prefill, then decode.
-  static std::vector<int32_t> Direct(const std::vector<int32_t>& prompt, int max_tokens) {
+  std::vector<int32_t> Direct(const std::vector<int32_t>& prompt, int max_tokens) {
     model::SequenceState s = model_->NewSequence();
     model::ForwardOptions opt;
-    opt.index_key_mode = model::IndexKeyMode::kOwner;
+    opt.index_key_mode = GetParam();
     std::vector<int32_t> out, feed = prompt;
     for (int i = 0; i < max_tokens; ++i) {
       model::ForwardInput in{&s, feed};
@@ -111,7 +122,7 @@ class EngineModelTest : public testing::FixtureModelTest {
   }
 };
 
-TEST_F(EngineModelTest, MixedBatchEqualsEachRequestAloneAndTheDirectLoop) {
+TEST_P(EngineModelTest, MixedBatchEqualsEachRequestAloneAndTheDirectLoop) {
   const auto prompts = Prompts(10, 3);
   const std::vector<Out> batched = Run(prompts, 5, 1024, 4, 11, false);
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -123,7 +134,7 @@ TEST_F(EngineModelTest, MixedBatchEqualsEachRequestAloneAndTheDirectLoop) {
   }
 }
 
-TEST_F(EngineModelTest, PrefixHitEqualsColdRun) {
+TEST_P(EngineModelTest, PrefixHitEqualsColdRun) {
   const auto prompts = Prompts(4, 5, /*shared=*/45);
   EngineStats stats;
   // Request 0 runs first; the others arrive once it has finished and hit its pages.
@@ -137,7 +148,58 @@ TEST_F(EngineModelTest, PrefixHitEqualsColdRun) {
   }
 }
 
-TEST_F(EngineModelTest, PreemptionChangesNoOutput) {
+TEST_P(EngineModelTest, PrefixHitRemaindersEqualColdRun) {
+  // Past 2 x index_topk (16) positions, where official decode semantics differ from prefill: a
+  // hit leaves 1, 2, 8 or 31 prompt rows to compute, at and around the page boundary of 48/56.
+  const auto base = RandomPrompts(1, 77, 64, 1, 3)[0];
+  std::vector<std::vector<int32_t>> prompts = {base};  // 65 tokens: its pages are the cache
+  std::vector<int64_t> expect_hit = {0};
+  for (const auto& [len, hit] :
+       std::vector<std::pair<int, int64_t>>{{49, 48}, {50, 48}, {56, 48}, {57, 56}, {58, 56}}) {
+    prompts.emplace_back(base.begin(), base.begin() + len);
+    expect_hit.push_back(hit);
+  }
+  std::vector<int32_t> diverging(base.begin(), base.begin() + 48);
+  const std::vector<int32_t> own = RandomPrompts(1, 78, 30, 1, 3)[0];
+  diverging.insert(diverging.end(), own.begin(), own.end());
+  prompts.push_back(diverging);  // 48 shared, then 31 of its own
+  expect_hit.push_back(48);
+  std::vector<int> submit(prompts.size(), 40);
+  submit[0] = 0;
+  const std::vector<Out> warm = Run(prompts, 6, 1024, 8, 16, true, submit);
+  for (size_t i = 1; i < prompts.size(); ++i) {
+    EXPECT_EQ(warm[i].prefix_hit, expect_hit[i]) << "prompt of " << prompts[i].size();
+    const std::vector<Out> cold = Run({prompts[i]}, 6, 1024, 1, 16, false);
+    EXPECT_EQ(warm[i].ids, cold[0].ids) << "prompt of " << prompts[i].size();
+    EXPECT_EQ(warm[i].logprob_bits, cold[0].logprob_bits) << "prompt of " << prompts[i].size();
+    EXPECT_EQ(warm[i].ids, Direct(prompts[i], 6)) << "prompt of " << prompts[i].size();
+  }
+}
+
+TEST_P(EngineModelTest, FollowUpTurnOverAnEarlierOutputEqualsColdRun) {
+  // Turn 2's prompt holds turn 1's prompt and output. In official mode the output positions were
+  // decode rows in turn 1 but are prompt rows in turn 2, so only the pages wholly inside turn 1's
+  // prompt may be reused; in owner mode every complete page is.
+  Harness h = Make(1024, 4, 16, true);
+  const std::vector<int32_t> first = RandomPrompts(1, 91, 20, 1, 3)[0];  // 21 tokens
+  Out a;
+  ASSERT_TRUE(h.engine->Add(Recorded(first, 0.0f, 30, &a)).ok());
+  while (!h.engine->idle()) ASSERT_TRUE(h.engine->Step().ok());
+  std::vector<int32_t> second = first;
+  second.insert(second.end(), a.ids.begin(), a.ids.end());  // 51 tokens, 48 computed by turn 1
+  const std::vector<int32_t> new_turn = RandomPrompts(1, 92, 9, 1, 3)[0];
+  second.insert(second.end(), new_turn.begin(), new_turn.end());
+  Out b;
+  ASSERT_TRUE(h.engine->Add(Recorded(second, 0.0f, 6, &b)).ok());
+  while (!h.engine->idle()) ASSERT_TRUE(h.engine->Step().ok());
+  EXPECT_EQ(b.prefix_hit, GetParam() == model::IndexKeyMode::kOwner ? 48 : 16);
+  const std::vector<Out> cold = Run({second}, 6, 1024, 1, 16, false);
+  EXPECT_EQ(b.ids, cold[0].ids);
+  EXPECT_EQ(b.logprob_bits, cold[0].logprob_bits);
+  EXPECT_EQ(b.ids, Direct(second, 6));
+}
+
+TEST_P(EngineModelTest, PreemptionChangesNoOutput) {
   const auto prompts = Prompts(8, 9);
   EngineStats stats;
   const std::vector<Out> tight = Run(prompts, 6, 14, 4, 8, false, {}, &stats);
@@ -152,12 +214,12 @@ TEST_F(EngineModelTest, PreemptionChangesNoOutput) {
 // The Thinking Machines experiment: 100 identical requests under concurrency (mixed with other
 // traffic, chunked at several sizes, admitted at different steps so their batches differ) give
 // one unique completion, at temperature 0 and seeded at temperature 1.
-TEST_F(EngineModelTest, HundredIdenticalRequestsGiveOneCompletion) {
+TEST_P(EngineModelTest, HundredIdenticalRequestsGiveOneCompletion) {
   const auto prompts = Prompts(1, 21);
   const auto noise = Prompts(20, 22);
   for (const float temperature : {0.0f, 1.0f}) {
     DeepSeekRunnerOptions ro;
-    ro.index_key_mode = model::IndexKeyMode::kOwner;
+    ro.index_key_mode = GetParam();
     ro.page_tokens = 8;
     auto runner = DeepSeekRunner::Create(model_, ro);
     ASSERT_TRUE(runner.ok());
@@ -201,6 +263,8 @@ TEST_F(EngineModelTest, HundredIdenticalRequestsGiveOneCompletion) {
     EXPECT_EQ(unique_logprobs.size(), 1u) << "temperature " << temperature;
   }
 }
+
+DEEPINFER_BOTH_INDEX_KEY_MODES(EngineModelTest);
 
 }  // namespace
 }  // namespace deepinfer::engine

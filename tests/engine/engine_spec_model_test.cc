@@ -1,7 +1,8 @@
-// DSpark speculative decoding on the real model (v41-tiny-a fixture, owner index-key mode):
-// greedy output with spec on equals spec off token for token (and logprob bit for bit) over
-// many prompts, in a mixed batch with opted-out requests, with prefix hits (the DSpark rings
-// restored from the pages' tails) and under preemption; every length policy.
+// DSpark speculative decoding on the real model (v41-tiny-a fixture, both index-key modes):
+// greedy and seeded output with spec on equals spec off token for token (and logprob bit for
+// bit) over many prompts, in a mixed batch with opted-out requests, with prefix hits (the DSpark
+// rings restored from the pages' tails) and under preemption; every length policy and every
+// fixed draft length. In official mode verify rows must keep one decode step's index keys each.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -23,19 +24,18 @@ struct SpecRunOut {
   int64_t prefix_hit = 0;
 };
 
-class EngineSpecModelTest : public testing::FixtureModelTest {
+class EngineSpecModelTest : public testing::FixtureModelModeTest {
  protected:
   static std::vector<std::vector<int32_t>> Prompts(int n, uint64_t seed, int shared = 0) {
     return RandomPrompts(n, seed, shared, /*max_len=*/40, /*id_margin=*/4);
   }
 
-  static std::vector<SpecRunOut> Run(const std::vector<std::vector<int32_t>>& prompts,
-                                     int max_tokens, const spec::SpecOptions& so,
-                                     int64_t budget_pages, bool prefix_cache,
-                                     std::vector<int> submit_step = {},
-                                     EngineStats* stats = nullptr, float temperature = 0.0f) {
+  std::vector<SpecRunOut> Run(const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
+                              const spec::SpecOptions& so, int64_t budget_pages, bool prefix_cache,
+                              std::vector<int> submit_step = {}, EngineStats* stats = nullptr,
+                              float temperature = 0.0f) {
     DeepSeekRunnerOptions ro;
-    ro.index_key_mode = model::IndexKeyMode::kOwner;
+    ro.index_key_mode = GetParam();
     ro.page_tokens = 8;
     auto runner = DeepSeekRunner::Create(model_, ro);
     EXPECT_TRUE(runner.ok()) << runner.status().ToString();
@@ -106,7 +106,7 @@ spec::SpecOptions Spec(spec::SpecPolicy policy) {
   return so;
 }
 
-TEST_F(EngineSpecModelTest, GreedyMixedBatchEqualsSpecOff) {
+TEST_P(EngineSpecModelTest, GreedyMixedBatchEqualsSpecOff) {
   const auto prompts = Prompts(12, 31);
   const std::vector<SpecRunOut> off = Run(prompts, 10, spec::SpecOptions{}, 1024, false);
   for (const spec::SpecPolicy policy :
@@ -119,7 +119,7 @@ TEST_F(EngineSpecModelTest, GreedyMixedBatchEqualsSpecOff) {
   }
 }
 
-TEST_F(EngineSpecModelTest, SampledOutputEqualsSpecOff) {
+TEST_P(EngineSpecModelTest, SampledOutputEqualsSpecOff) {
   // Greedy drafts are point masses: the verified token is the sampler's own draw.
   const auto prompts = Prompts(6, 37);
   const std::vector<SpecRunOut> off =
@@ -131,7 +131,26 @@ TEST_F(EngineSpecModelTest, SampledOutputEqualsSpecOff) {
   EXPECT_GT(stats.spec.verified, 0);
 }
 
-TEST_F(EngineSpecModelTest, PrefixHitsAndPreemptionEqualSpecOff) {
+TEST_P(EngineSpecModelTest, EveryFixedDraftLengthEqualsSpecOff) {
+  // Contexts up to 56 positions (past 2 x index_topk), 16 new tokens, drafting forced.
+  const auto prompts = Prompts(8, 47);
+  for (const float temperature : {0.0f, 1.0f}) {
+    const std::vector<SpecRunOut> off =
+        Run(prompts, 16, spec::SpecOptions{}, 1024, false, {}, nullptr, temperature);
+    for (int64_t length = 1; length <= model_->config().dspark_block_size; ++length) {
+      spec::SpecOptions so = Spec(spec::SpecPolicy::kFixed);
+      so.fixed_length = length;
+      EngineStats stats;
+      const std::vector<SpecRunOut> on = Run(prompts, 16, so, 1024, false, {}, &stats, temperature);
+      ExpectSame(
+          off, on,
+          "temperature " + std::to_string(temperature) + " length " + std::to_string(length));
+      EXPECT_GT(stats.spec.verified, 0);
+    }
+  }
+}
+
+TEST_P(EngineSpecModelTest, PrefixHitsAndPreemptionEqualSpecOff) {
   const auto prompts = Prompts(5, 41, /*shared=*/35);
   const std::vector<int> submit = {0, 30, 30, 31, 32};
   const std::vector<SpecRunOut> off = Run(prompts, 8, spec::SpecOptions{}, 1024, false, submit);
@@ -147,6 +166,8 @@ TEST_F(EngineSpecModelTest, PrefixHitsAndPreemptionEqualSpecOff) {
   EXPECT_GT(tight_stats.preemptions, 0);
   ExpectSame(Run(Prompts(8, 43), 8, spec::SpecOptions{}, 1024, false), tight, "preempted");
 }
+
+DEEPINFER_BOTH_INDEX_KEY_MODES(EngineSpecModelTest);
 
 }  // namespace
 }  // namespace deepinfer::engine

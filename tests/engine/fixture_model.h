@@ -45,4 +45,20 @@ class FixtureModelTest : public ::testing::Test {
   static inline model::Model* model_ = nullptr;
 };
 
+// The same suite in both index-key modes (TEST_P; GetParam() is the mode). In official mode a
+// row's index keys depend on whether it is a prompt row, so these suites check that prefix hits,
+// speculation, chunking and preemption keep one prefill plus one decode step per token.
+class FixtureModelModeTest : public FixtureModelTest,
+                             public ::testing::WithParamInterface<model::IndexKeyMode> {};
+
+inline std::string IndexKeyModeName(const ::testing::TestParamInfo<model::IndexKeyMode>& info) {
+  return info.param == model::IndexKeyMode::kOwner ? "Owner" : "Official";
+}
+
+#define DEEPINFER_BOTH_INDEX_KEY_MODES(suite)                                              \
+  INSTANTIATE_TEST_SUITE_P(Modes, suite,                                                   \
+                           ::testing::Values(::deepinfer::model::IndexKeyMode::kOwner,     \
+                                             ::deepinfer::model::IndexKeyMode::kOfficial), \
+                           ::deepinfer::engine::testing::IndexKeyModeName)
+
 }  // namespace deepinfer::engine::testing

@@ -37,7 +37,7 @@ class RollbackTest : public ::testing::Test {
   static std::vector<float> Run(SequenceState* s, std::span<const int32_t> tokens,
                                 bool all_logits = true) {
     ForwardOptions opt;
-    opt.index_key_mode = IndexKeyMode::kOwner;
+    opt.index_key_mode = mode_;
     opt.all_logits = all_logits;
     ForwardInput in{s, tokens};
     ForwardOutput out;
@@ -90,9 +90,11 @@ class RollbackTest : public ::testing::Test {
   }
 
   static Model* model_;
+  static IndexKeyMode mode_;  // of every Run
 };
 
 Model* RollbackTest::model_ = nullptr;
+IndexKeyMode RollbackTest::mode_ = IndexKeyMode::kOwner;
 
 TEST_F(RollbackTest, RejectedRowsLeaveNoTrace) {
   std::mt19937_64 rng(17);
@@ -106,44 +108,49 @@ TEST_F(RollbackTest, RejectedRowsLeaveNoTrace) {
   // Prompt lengths cover both residues of the ratio-2 groups, every residue of the 4-position
   // candidate blocks and the end of the first 64-position page; the verify calls hold up to 8
   // rows (window 16), so rejected rows overwrite kept rows' partial-group slots.
-  for (const int prompt_len : {1, 2, 5, 14, 15, 62, 63}) {
-    for (const int rows : {2, 4, 8}) {
-      for (int keep = 0; keep <= rows; keep += (rows > 4 ? 3 : rows > 2 ? 2 : 1)) {
-        const std::vector<int32_t> prompt = random_tokens(prompt_len);
-        const std::vector<int32_t> real = random_tokens(keep + 5);
-        std::vector<int32_t> verify(real.begin(), real.begin() + keep);
-        for (int32_t t : random_tokens(rows - keep)) verify.push_back(t);
-        const std::span<const int32_t> kept(real.data(), keep);
-        const std::span<const int32_t> rest(real.data() + keep, 5);
+  // Both index-key modes: in official mode the verify rows are decode steps.
+  for (const IndexKeyMode mode : {IndexKeyMode::kOwner, IndexKeyMode::kOfficial}) {
+    mode_ = mode;
+    for (const int prompt_len : {1, 2, 5, 14, 15, 62, 63}) {
+      for (const int rows : {2, 4, 8}) {
+        for (int keep = 0; keep <= rows; keep += (rows > 4 ? 3 : rows > 2 ? 2 : 1)) {
+          const std::vector<int32_t> prompt = random_tokens(prompt_len);
+          const std::vector<int32_t> real = random_tokens(keep + 5);
+          std::vector<int32_t> verify(real.begin(), real.begin() + keep);
+          for (int32_t t : random_tokens(rows - keep)) verify.push_back(t);
+          const std::span<const int32_t> kept(real.data(), keep);
+          const std::span<const int32_t> rest(real.data() + keep, 5);
 
-        SequenceState ref = model_->NewSequence();
-        Run(&ref, prompt, false);
-        std::vector<float> ref_kept;
-        if (keep > 0) ref_kept = Run(&ref, kept);
-        const std::vector<float> ref_rest = Run(&ref, rest);
+          SequenceState ref = model_->NewSequence();
+          Run(&ref, prompt, false);
+          std::vector<float> ref_kept;
+          if (keep > 0) ref_kept = Run(&ref, kept);
+          const std::vector<float> ref_rest = Run(&ref, rest);
 
-        SequenceState s = model_->NewSequence();
-        Run(&s, prompt, false);
-        SpeculationCheckpoint cp;
-        ASSERT_TRUE(BeginSpeculation(&s, rows, &cp).ok());
-        const std::vector<float> spec = Run(&s, verify);
-        ASSERT_TRUE(RollbackSpeculation(*model_, &s, &cp, prompt_len + keep).ok());
-        EXPECT_EQ(s.group_undo, nullptr);
-        // The kept rows' logits are those of the run without junk (later rows cannot affect
-        // earlier ones: causal attention, per-row kernels).
-        ASSERT_EQ(spec.size(), static_cast<size_t>(rows * vocab));
-        EXPECT_TRUE(SameBits(std::span(spec).first(ref_kept.size()), ref_kept));
-        const std::vector<float> after = Run(&s, rest);
-        const std::string where = "prompt " + std::to_string(prompt_len) + " rows " +
-                                  std::to_string(rows) + " keep " + std::to_string(keep);
-        ASSERT_EQ(after.size(), ref_rest.size()) << where;
-        EXPECT_TRUE(SameBits(after, ref_rest)) << where;
-        ExpectSameState(ref, s, where);
-        ++cases;
+          SequenceState s = model_->NewSequence();
+          Run(&s, prompt, false);
+          SpeculationCheckpoint cp;
+          ASSERT_TRUE(BeginSpeculation(&s, rows, &cp).ok());
+          const std::vector<float> spec = Run(&s, verify);
+          ASSERT_TRUE(RollbackSpeculation(*model_, &s, &cp, prompt_len + keep).ok());
+          EXPECT_EQ(s.group_undo, nullptr);
+          // The kept rows' logits are those of the run without junk (later rows cannot affect
+          // earlier ones: causal attention, per-row kernels).
+          ASSERT_EQ(spec.size(), static_cast<size_t>(rows * vocab));
+          EXPECT_TRUE(SameBits(std::span(spec).first(ref_kept.size()), ref_kept));
+          const std::vector<float> after = Run(&s, rest);
+          const std::string where = "mode " + std::to_string(static_cast<int>(mode)) + " prompt " +
+                                    std::to_string(prompt_len) + " rows " + std::to_string(rows) +
+                                    " keep " + std::to_string(keep);
+          ASSERT_EQ(after.size(), ref_rest.size()) << where;
+          EXPECT_TRUE(SameBits(after, ref_rest)) << where;
+          ExpectSameState(ref, s, where);
+          ++cases;
+        }
       }
     }
   }
-  EXPECT_GT(cases, 40);
+  EXPECT_GT(cases, 80);
 }
 
 TEST_F(RollbackTest, RejectsMisuse) {

@@ -18,8 +18,10 @@ export async function startServer(extraArgs = [], extraEnv = {}) {
   const bin = process.env.DEEPINFER_BIN;
   const model = process.env.DEEPINFER_TEST_MODEL;
   if (!bin || !model) throw new Error('DEEPINFER_BIN and DEEPINFER_TEST_MODEL must be set');
+  // 512M of KV unless the test sets its own budget.
+  const budget = extraArgs.includes('--kv-budget') ? [] : ['--kv-budget', '512M'];
   const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--served-model-name',
-                           MODEL_NAME, '--kv-budget', '512M', ...extraArgs],
+                           MODEL_NAME, ...budget, ...extraArgs],
                      {env: {...process.env, DEEPINFER_THREADS: '2', ...extraEnv},
                       stdio: ['ignore', 'pipe', 'pipe']});
   let stdout = '', stderr = '';

@@ -9,7 +9,7 @@ add_test(NAME server.default_model
                  ${DEEPINFER_TEST_MODEL_DIR})
 set_tests_properties(server.default_model PROPERTIES LABELS server FIXTURES_SETUP server_model
                      TIMEOUT 300)
-foreach(name openai_api anthropic_api operations load)
+foreach(name openai_api anthropic_api operations load determinism)
   if(DEEPINFER_NODE)
     add_test(NAME server.${name}
              COMMAND ${DEEPINFER_NODE} --test-reporter=spec
@@ -21,6 +21,6 @@ foreach(name openai_api anthropic_api operations load)
       TIMEOUT 600 ENVIRONMENT
       "DEEPINFER_BIN=$<TARGET_FILE:deepinfer>;DEEPINFER_TEST_MODEL=${DEEPINFER_TEST_MODEL_DIR};DEEPINFER_NPM_DIR=${DEEPINFER_NPM_DIR}")
 endforeach()
-# The load test and the others each run a server with two compute threads: keep them apart on
+# The load and determinism tests and the others each run a server with two compute threads: keep them apart on
 # a 2-core machine.
-set_tests_properties(server.load PROPERTIES RUN_SERIAL ON)
+set_tests_properties(server.load server.determinism PROPERTIES RUN_SERIAL ON)

@@ -6,9 +6,11 @@
 
 namespace deepinfer::model {
 
-IndexKeySchedule::IndexKeySchedule(const std::vector<LayerDescriptor>& layers) : layers_(&layers) {
+IndexKeySchedule::IndexKeySchedule(const std::vector<LayerDescriptor>& layers) {
   for (const LayerDescriptor& d : layers) {
     if (d.is_mtp) continue;
+    ratio_.push_back(d.compress_ratio);
+    own_key_layer_.push_back(d.index_key_layer);
     if (d.owns_compressor && d.has_indexer) owners_.push_back({d.index, d.compress_ratio});
     if (d.has_indexer) index_layers_.push_back(d.index);
   }
@@ -36,21 +38,21 @@ int IndexKeySchedule::SlotAfter(int64_t pos, int64_t prompt_len) const {
 }
 
 int IndexKeySchedule::KeyLayer(int li, int64_t pos, int64_t prompt_len) const {
-  const LayerDescriptor& d = (*layers_)[static_cast<size_t>(li)];
-  CHECK(d.has_indexer) << "layer " << li << " has no indexer";
-  const auto end =
-      static_cast<size_t>(std::upper_bound(owners_.begin(), owners_.end(), li,
-                                           [](int l, const Owner& o) { return l < o.layer; }) -
-                          owners_.begin());
+  const auto l = static_cast<size_t>(li);
+  CHECK(l < ratio_.size() && own_key_layer_[l] >= 0) << "layer " << li << " has no indexer";
+  const auto end = static_cast<size_t>(
+      std::upper_bound(owners_.begin(), owners_.end(), li,
+                       [](int layer, const Owner& o) { return layer < o.layer; }) -
+      owners_.begin());
   int key = LastPublisher(end, pos, prompt_len);
   int64_t available = 0;  // entries of `key` the reference slot holds for this row
   if (key >= 0) {
-    available = (pos + 1) / (*layers_)[static_cast<size_t>(key)].compress_ratio;
+    available = (pos + 1) / ratio_[static_cast<size_t>(key)];
   } else if (pos >= prompt_len) {
     key = SlotAfter(pos - 1, prompt_len);
-    if (key >= 0) available = pos / (*layers_)[static_cast<size_t>(key)].compress_ratio;
+    if (key >= 0) available = pos / ratio_[static_cast<size_t>(key)];
   }
-  if (key < 0 || (pos + 1) / d.compress_ratio > available) return d.index_key_layer;
+  if (key < 0 || (pos + 1) / ratio_[l] > available) return own_key_layer_[l];
   return key;
 }
 
@@ -60,8 +62,8 @@ int64_t IndexKeySchedule::MaxRowsPerCall(int64_t pos0, int64_t n_rows, int64_t p
     for (int li : index_layers_) {
       const int key = KeyLayer(li, pos, prompt_len);
       if (key <= li) continue;  // written by this call's rows before layer li runs
-      const int64_t visible = (pos + 1) / (*layers_)[static_cast<size_t>(li)].compress_ratio;
-      const int64_t written = pos0 / (*layers_)[static_cast<size_t>(key)].compress_ratio;
+      const int64_t visible = (pos + 1) / ratio_[static_cast<size_t>(li)];
+      const int64_t written = pos0 / ratio_[static_cast<size_t>(key)];
       if (visible > written) return std::max<int64_t>(i, 1);
     }
   }

@@ -60,9 +60,10 @@ class IndexKeySchedule {
   // The slot after the forward that computed row `pos` (-1: nothing published yet).
   int SlotAfter(int64_t pos, int64_t prompt_len) const;
 
-  const std::vector<LayerDescriptor>* layers_ = nullptr;
-  std::vector<Owner> owners_;      // indexer-owning KV sources, in layer order
-  std::vector<int> index_layers_;  // layers with an indexer, in order
+  std::vector<int> ratio_;          // per backbone layer: compress ratio
+  std::vector<int> own_key_layer_;  // per backbone layer: LayerDescriptor::index_key_layer
+  std::vector<Owner> owners_;       // indexer-owning KV sources, in layer order
+  std::vector<int> index_layers_;   // layers with an indexer, in order
 };
 
 }  // namespace deepinfer::model

@@ -4,7 +4,8 @@
 // For every id in order: decode it alone (special tokens kept). If the text contains U+FFFD (a
 // lone byte of a multi-byte character) the key is the raw token string. Otherwise the key is
 // NormalizeForEngram(text), or the text itself when that is empty. Keys get consecutive
-// compressed ids in order of first appearance; both kinds of key share one dictionary.
+// compressed ids in order of first appearance; both kinds of key share one dictionary. The result
+// is the plain struct of core/engram_token_map.h that the model's Engram hash reads.
 #pragma once
 
 #include <cstdint>
@@ -12,15 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/engram_token_map.h"
 #include "core/status.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::tokenizer {
-
-struct EngramTokenMap {
-  int32_t compressed_vocab_size = 0;
-  std::vector<int32_t> map;  // [tokenizer.n_ids()]: token id -> compressed id
-};
 
 // NFKC -> NFD -> drop every mark (general category Mn, Mc, Me) -> full Unicode lowercase ->
 // each run of [ \t\r\n] becomes one space -> strip White_Space at both ends, except that a

@@ -61,8 +61,7 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   }
   model::LoadOptions lo;
   if (e.tokenizer && !std::filesystem::exists(model_dir + "/engram_token_map.json")) {
-    DI_ASSIGN_OR_RETURN(tokenizer::EngramTokenMap m, tokenizer::BuildEngramTokenMap(*e.tokenizer));
-    lo.engram_token_map = model::EngramTokenMap{m.compressed_vocab_size, m.map};
+    DI_ASSIGN_OR_RETURN(lo.engram_token_map, tokenizer::BuildEngramTokenMap(*e.tokenizer));
   }
   DI_ASSIGN_OR_RETURN(e.model, model::Model::Load(model_dir, lo));
   engine::DeepSeekRunnerOptions ro;

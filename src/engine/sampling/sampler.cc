@@ -6,11 +6,18 @@
 #include <string>
 
 #include "engine/sampling/philox.h"
-#include "engine/sampling/sampling_kernels.h"
 #include "engine/sampling/top_p_select.h"
+#include "kernels/cpu/sampling_passes.h"
 
 namespace deepinfer::engine {
 namespace {
+
+using kernels::ExpScanStats;
+using kernels::GetSamplingKernels;
+using kernels::kExpLevels;
+using kernels::kLevelThreshold;
+using kernels::MaxScanResult;
+using kernels::SamplingKernels;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kBlock = 64;  // kept tokens per block of the inverse-CDF walk

@@ -17,7 +17,7 @@
 //      renormalized kept distribution: log(e / sum of kept e); dropped tokens have -inf.
 // The token is a function of (logits, params, history, seed, sample_index, position, mask)
 // alone: never of batch neighbours, threads or the CPU level (the vector and scalar passes are
-// bit-identical, sampling_kernels.h).
+// bit-identical, kernels/cpu/sampling_passes.h).
 //
 // Cost per row at vocab 129,280 with AVX-512: four vector passes over the row plus work on a
 // candidate set; top_k / top_p never sort the vocabulary: the exp pass measures the mass above

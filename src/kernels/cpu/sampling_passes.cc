@@ -1,4 +1,4 @@
-#include "engine/sampling/sampling_kernels.h"
+#include "kernels/cpu/sampling_passes.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "kernels/cpu/exp_f32.h"
 
-namespace deepinfer::engine {
+namespace deepinfer::kernels {
 namespace sampling_internal {
 namespace {
 
@@ -101,4 +101,4 @@ const SamplingKernels& GetSamplingKernels(CpuLevel level) {
   return sampling_internal::kScalarSamplingKernels;
 }
 
-}  // namespace deepinfer::engine
+}  // namespace deepinfer::kernels

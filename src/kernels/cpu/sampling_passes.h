@@ -2,15 +2,16 @@
 //
 // Each pass has a scalar version and an AVX-512 twin that returns bit-identical results (the same
 // IEEE operations per element, the same 16-lane accumulation and the same final reduction
-// tree), so a token never depends on which CPU level ran it; sampling_kernels_test.cc checks this.
-// All passes are single-threaded: the sampler parallelizes over rows, never inside one.
+// tree), so a token never depends on which CPU level ran it; tests/kernels/sampling_passes_test.cc
+// checks this. All passes are single-threaded: the sampler parallelizes over rows, never inside
+// one.
 #pragma once
 
 #include <cstdint>
 
 #include "core/cpu_features.h"
 
-namespace deepinfer::engine {
+namespace deepinfer::kernels {
 
 // ExpScan also reports mass and count above these thresholds of e = exp((x - shift) * scale):
 // level j keeps e >= 2^(-4 (j + 1)), i.e. 2^-4, 2^-8, ..., 2^-20. The sampler uses them to pick a
@@ -58,4 +59,4 @@ extern const SamplingKernels kScalarSamplingKernels;
 extern const SamplingKernels kAvx512SamplingKernels;
 }  // namespace sampling_internal
 
-}  // namespace deepinfer::engine
+}  // namespace deepinfer::kernels

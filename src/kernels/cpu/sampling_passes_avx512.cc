@@ -3,10 +3,10 @@
 
 #include <limits>
 
-#include "engine/sampling/sampling_kernels.h"
 #include "kernels/cpu/exp_f32_avx512.h"
+#include "kernels/cpu/sampling_passes.h"
 
-namespace deepinfer::engine::sampling_internal {
+namespace deepinfer::kernels::sampling_internal {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -114,4 +114,4 @@ int64_t CompactAtLeastAvx512(const float* e, int64_t n, float threshold, float* 
 const SamplingKernels kAvx512SamplingKernels = {MaskedCopyAvx512, ScanMaxAvx512, FirstIndexOfAvx512,
                                                 ExpScanAvx512, CompactAtLeastAvx512};
 
-}  // namespace deepinfer::engine::sampling_internal
+}  // namespace deepinfer::kernels::sampling_internal

@@ -4,26 +4,20 @@
 // share one compressed id, see engram.py build_compressed_token_map); a checkpoint folder may
 // instead carry it precomputed as `engram_token_map.json`:
 //   {"compressed_vocab_size": N, "map": [c_0, c_1, ..., c_{V-1}]}
-// Either source fills this struct; ValidateEngramTokenMap is the one gate both pass through
-// before the hasher (engram_hash.h) may use it.
+// Either source fills the struct (core/engram_token_map.h); ValidateEngramTokenMap is the one gate
+// both pass through before the hasher (engram_hash.h) may use it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/engram_token_map.h"
 #include "core/status.h"
 #include "model/deepseek_v41/config.h"
 #include "nlohmann/json_fwd.hpp"
 
 namespace deepinfer::model {
-
-struct EngramTokenMap {
-  int32_t compressed_vocab_size = 0;  // N: number of distinct compressed ids
-  std::vector<int32_t> map;           // [vocab_size] token id -> compressed id in [0, N)
-
-  bool operator==(const EngramTokenMap&) const = default;
-};
 
 // OK iff N == config.engram_compressed_vocab_size (every hash multiplier derives from N, so a
 // mismatch would silently rehash the table), map.size() == config.vocab_size, and every entry

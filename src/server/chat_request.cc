@@ -21,6 +21,15 @@ nlohmann::json SamplingSubset(const Json& body, std::initializer_list<const char
   return out;
 }
 
+// prompt_logprobs come with the whole response (vLLM's rule): not with stream = true.
+Status CheckPromptLogprobsStreaming(const Json& body, bool stream) {
+  auto it = body.find("prompt_logprobs");
+  if (stream && it != body.end() && !it->is_null()) {
+    return InvalidArgument("prompt_logprobs is not available with stream=true");
+  }
+  return Status::Ok();
+}
+
 // Optional boolean field: absent or null = fallback.
 StatusOr<bool> OptionalBool(const Json& body, const char* key, bool fallback) {
   auto it = body.find(key);
@@ -216,13 +225,11 @@ StatusOr<ChatRequest> ParseOpenAiChat(const Json& body) {
   DI_RETURN_IF_ERROR(ReadThinking(body, &r));
   DI_ASSIGN_OR_RETURN(r.stream, OptionalBool(body, "stream", false));
   DI_ASSIGN_OR_RETURN(r.include_usage, IncludeUsage(body));
-  if (auto it = body.find("prompt_logprobs"); it != body.end() && !it->is_null()) {
-    return Unimplemented("prompt_logprobs is not supported yet");
-  }
+  DI_RETURN_IF_ERROR(CheckPromptLogprobsStreaming(body, r.stream));
   nlohmann::json sampling = SamplingSubset(
       body, {"max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n", "stop",
              "stop_token_ids", "ignore_eos", "min_tokens", "presence_penalty", "frequency_penalty",
-             "repetition_penalty", "logit_bias", "logprobs", "top_logprobs"});
+             "repetition_penalty", "logit_bias", "logprobs", "top_logprobs", "prompt_logprobs"});
   if (auto it = body.find("max_completion_tokens"); it != body.end() && !it->is_null()) {
     sampling["max_tokens"] = nlohmann::json::parse(it->dump());
   }
@@ -270,10 +277,11 @@ StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body) {
   } else {
     return InvalidArgument("prompt must be a string or a non-empty list of token ids");
   }
+  DI_RETURN_IF_ERROR(CheckPromptLogprobsStreaming(body, r.stream));
   nlohmann::json sampling = SamplingSubset(
       body, {"max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n", "stop",
              "stop_token_ids", "ignore_eos", "min_tokens", "presence_penalty", "frequency_penalty",
-             "repetition_penalty", "logit_bias", "logprobs"});
+             "repetition_penalty", "logit_bias", "logprobs", "prompt_logprobs"});
   if (!sampling.contains("max_tokens") || sampling["max_tokens"].is_null()) {
     sampling["max_tokens"] = 16;
   }

@@ -103,6 +103,7 @@ Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32
     e.index = i;
     e.tokens = o.new_tokens;
     e.samples = o.samples;
+    e.prompt_logprobs = o.prompt_logprobs;
     e.finished = o.finished;
     e.error = o.error;
     e.n_output = o.n_output;

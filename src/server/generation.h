@@ -31,6 +31,8 @@ struct GenEvent {
   std::string text;       // new text (complete characters, stop strings cut)
   std::vector<int32_t> tokens;
   std::vector<engine::SampleResult> samples;  // per token when logprobs
+  // params.prompt_logprobs, on the first event of the request: entry i for prompt token i + 1.
+  std::vector<engine::SampleResult> prompt_logprobs;
   std::optional<engine::FinishReason> finished;
   bool ended_by_eos = false;  // finished by the EOS token (the chat parser wants to see it)
   std::string matched_stop;   // the stop string that ended it, if one did

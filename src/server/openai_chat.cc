@@ -125,6 +125,7 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
   for (int i = 0; i < req->n; ++i) choices.emplace_back(req->thinking);
   int n_finished = 0;
   int64_t cached = 0;
+  json prompt_logprobs;  // params.prompt_logprobs: from the first event that carries them
   bool streaming = false;
   std::optional<std::chrono::steady_clock::time_point> first_token;
   auto chunk = [&response](json choice_list) { return response.Chunk(std::move(choice_list)); };
@@ -138,6 +139,9 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
       }
       if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
       cached = std::max(cached, e.prefix_hit_tokens);
+      if (!e.prompt_logprobs.empty() && prompt_logprobs.is_null()) {
+        prompt_logprobs = PromptLogprobsJson(*ctx.tokenizer, e.prompt_logprobs);
+      }
       Choice& c = choices[e.index];
       json new_calls = json::array(), new_logprobs = json::array();
       tokenizer::ParseDelta d = Apply(ctx, e, logprobs, &c, &new_calls, &new_logprobs);
@@ -215,7 +219,12 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
                     {"logprobs", logprobs ? json{{"content", c.logprobs}} : json()},
                     {"finish_reason", FinishName(c)}});
   }
-  co_await ex.SendJson(200, response.Final(std::move(list), usage));
+  json out = response.Final(std::move(list), usage);
+  if (req->params.prompt_logprobs) {
+    // vLLM's place for them in a chat response: top level, over the rendered prompt's tokens.
+    out["prompt_logprobs"] = prompt_logprobs.is_null() ? json::array({nullptr}) : prompt_logprobs;
+  }
+  co_await ex.SendJson(200, out);
 }
 
 }  // namespace deepinfer::server

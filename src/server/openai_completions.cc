@@ -92,6 +92,7 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
   std::vector<CompletionChoice> choices(req->n);
   int n_finished = 0;
   int64_t cached = 0;
+  json prompt_logprobs;  // params.prompt_logprobs: from the first event that carries them
   bool streaming = false;
   std::optional<std::chrono::steady_clock::time_point> first_token;
   while (n_finished < req->n) {
@@ -103,6 +104,9 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
       }
       if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
       cached = std::max(cached, e.prefix_hit_tokens);
+      if (!e.prompt_logprobs.empty() && prompt_logprobs.is_null()) {
+        prompt_logprobs = PromptLogprobsJson(*ctx.tokenizer, e.prompt_logprobs);
+      }
       CompletionChoice& c = choices[e.index];
       c.text += e.text;
       c.n_output = std::max(c.n_output, e.n_output);
@@ -158,6 +162,11 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
                     {"text", c.text},
                     {"logprobs", lp},
                     {"finish_reason", FinishName(c.finish)}});
+    if (req->params.prompt_logprobs) {
+      // A one-token prompt has no scored position: [null].
+      list.back()["prompt_logprobs"] =
+          prompt_logprobs.is_null() ? json::array({nullptr}) : prompt_logprobs;
+    }
   }
   co_await ex.SendJson(200, response.Final(std::move(list), usage));
 }

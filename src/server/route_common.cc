@@ -67,6 +67,28 @@ nlohmann::json ChatLogprobEntry(const tokenizer::Tokenizer& tok, const engine::S
   return e;
 }
 
+nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tok,
+                                  const std::vector<engine::SampleResult>& prompt_logprobs) {
+  nlohmann::json out = nlohmann::json::array({nullptr});
+  for (const engine::SampleResult& s : prompt_logprobs) {
+    nlohmann::json position = nlohmann::json::object();
+    auto entry = [&](int32_t token, float logprob) {
+      nlohmann::json e = {{"logprob", logprob},
+                          {"decoded_token", tok.HasId(token) ? tok.TokenBytes(token) : ""}};
+      for (size_t r = 0; r < s.top.size(); ++r) {
+        if (s.top[r].token == token) e["rank"] = r + 1;
+      }
+      position[std::to_string(token)] = std::move(e);
+    };
+    entry(s.token, s.logprob);
+    for (const engine::TokenLogprob& t : s.top) {
+      if (t.token != s.token) entry(t.token, t.logprob);
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
+}
+
 Status AttachGrammar(const ServerContext& ctx, const nlohmann::json& constraint, bool thinking,
                      GenerationSpec* spec) {
   if (constraint.is_null() || constraint.empty()) return Status::Ok();

@@ -35,6 +35,11 @@ int64_t UnixNow();
 nlohmann::json TokenLogprobJson(const tokenizer::Tokenizer& tok, const engine::TokenLogprob& t);
 // OpenAI chat logprobs entry: {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}.
 nlohmann::json ChatLogprobEntry(const tokenizer::Tokenizer& tok, const engine::SampleResult& s);
+// vLLM's `prompt_logprobs`: [null, then per prompt token 1..n-1 an object keyed by token id (as
+// a string) holding that token and its top alternatives as {logprob, rank (1 = most likely;
+// present when the token is among the alternatives), decoded_token}].
+nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tok,
+                                  const std::vector<engine::SampleResult>& prompt_logprobs);
 
 // Compiles `constraint` (ChatRequest::constraint) into spec->grammar; in thinking mode the
 // constraint starts after </think>. Errors (400): an invalid schema / regex / grammar, no

@@ -1,6 +1,7 @@
 // End-to-end: the real `openai` npm client against `deepinfer serve` on the default
 // (random-weight) model: plain and streaming chat, logprobs, n, stop strings, thinking mode, a
-// tool-call round trip, forced tool calls (tool_choice named / required), completions, tokenize,
+// tool-call round trip, forced tool calls (tool_choice named / required, cut by max_tokens),
+// completions, prompt_logprobs, tokenize,
 // and errors as the SDK's exception types.
 import assert from 'node:assert/strict';
 import {after, before, test} from 'node:test';
@@ -164,6 +165,44 @@ test('completions: text and token prompts, legacy logprobs, streaming', async ()
   let text = '';
   for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
   assert.equal(text, r.choices[0].text);
+});
+
+test('prompt_logprobs (vLLM shape) on completions and chat, refused when streaming', async () => {
+  const ids = (await postJson(server.url + '/tokenize', {prompt: 'Once upon a time there was'})).json.tokens;
+  const r = await client.completions.create(
+      {model: MODEL_NAME, prompt: ids, max_tokens: 1, temperature: 0, prompt_logprobs: 2});
+  const plp = r.choices[0].prompt_logprobs;
+  assert.equal(plp.length, ids.length);
+  assert.equal(plp[0], null);
+  for (let i = 1; i < ids.length; i++) {
+    const pos = plp[i];
+    const own = pos[String(ids[i])];
+    assert.ok(own && Number.isFinite(own.logprob) && own.logprob <= 0, JSON.stringify(pos));
+    const ranked = Object.values(pos).filter((e) => e.rank !== undefined).sort((a, b) => a.rank - b.rank);
+    assert.deepEqual(ranked.map((e) => e.rank), [1, 2]);
+    assert.ok(ranked[0].logprob >= ranked[1].logprob);
+    for (const e of Object.values(pos)) assert.ok(e.logprob <= ranked[0].logprob);
+    assert.ok(Object.keys(pos).length <= 3);
+  }
+  // The rank-1 token after a prefix is what greedy decoding of that prefix picks.
+  for (const cut of [2, ids.length - 1]) {
+    const next = await client.completions.create(
+        {model: MODEL_NAME, prompt: ids.slice(0, cut), max_tokens: 1, temperature: 0, logprobs: 1});
+    const best = Object.values(plp[cut]).find((e) => e.rank === 1);
+    assert.equal(next.choices[0].logprobs.tokens[0], best.decoded_token, `after ${cut} tokens`);
+  }
+  const chat = await client.chat.completions.create(
+      {model: MODEL_NAME, messages: hello, max_tokens: 2, temperature: 0, prompt_logprobs: 0});
+  assert.equal(chat.prompt_logprobs.length, chat.usage.prompt_tokens);
+  assert.equal(chat.prompt_logprobs[0], null);
+  for (const pos of chat.prompt_logprobs.slice(1)) {
+    assert.ok(Object.keys(pos).length >= 1 && Object.keys(pos).length <= 2);
+  }
+  await assert.rejects(client.chat.completions.create(
+      {model: MODEL_NAME, messages: hello, max_tokens: 2, prompt_logprobs: 1, stream: true}),
+      (e) => e instanceof OpenAI.BadRequestError && /prompt_logprobs/.test(e.message));
+  await assert.rejects(client.completions.create(
+      {model: MODEL_NAME, prompt: 'x', max_tokens: 2, prompt_logprobs: 21}), OpenAI.BadRequestError);
 });
 
 test('response_format json_schema: the output is JSON that validates', async () => {

@@ -187,7 +187,7 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
         matched_stop = e.matched_stop;
         if (e.ended_by_eos) ApplyDelta(parser.Feed(tokenizer::kEosText), &writer, sink);
         Status verdict;
-        ApplyDelta(parser.Finish(&verdict), &writer, sink);
+        ApplyDelta(parser.Finish(&verdict, finish == engine::FinishReason::kLength), &writer, sink);
         writer.Close(sink);
       }
       if (!out.empty() && !co_await ex.SendEvent(std::move(out))) {

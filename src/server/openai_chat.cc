@@ -66,7 +66,8 @@ tokenizer::ParseDelta Apply(const ServerContext& ctx, const GenEvent& e, bool lo
     }
     // A rejected output (length cut, random text) is flushed leniently as content.
     Status verdict;
-    tokenizer::ParseDelta rest = c->parser.Finish(&verdict);
+    tokenizer::ParseDelta rest =
+        c->parser.Finish(&verdict, c->finish == engine::FinishReason::kLength);
     d.reasoning_content += rest.reasoning_content;
     d.content += rest.content;
     d.tool_calls.insert(d.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());

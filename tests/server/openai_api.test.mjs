@@ -277,6 +277,55 @@ test('tool_choice named and required force tool calls whose arguments validate',
       (e) => e instanceof OpenAI.BadRequestError && /uniqueItems/.test(e.message));
 });
 
+test('a forced tool call cut by max_tokens is a partial tool call, never DSML text', async () => {
+  const base = {model: MODEL_NAME, messages: [{role: 'user', content: 'Weather in Paris?'}],
+                tools: forcedTools, temperature: 0,
+                tool_choice: {type: 'function', function: {name: 'get_weather'}}};
+  const whole = await client.chat.completions.create({...base, max_tokens: 300});
+  assert.equal(whole.choices[0].finish_reason, 'tool_calls');
+  const full = whole.choices[0].message.tool_calls[0].function.arguments;
+  const used = whole.usage.completion_tokens;
+  let partial = 0;
+  const half = Math.floor(used / 2);
+  for (const [max_tokens, stream] of [[3, false], [9, true], [15, false], [half, true], [used - 2, false]]) {
+    {
+      let content = '', finish = null, calls = [];
+      if (stream) {
+        const s = await client.chat.completions.create({...base, max_tokens, stream: true});
+        const byIndex = new Map();
+        for await (const chunk of s) {
+          const c = chunk.choices[0];
+          if (!c) continue;
+          content += c.delta?.content ?? '';
+          for (const t of c.delta?.tool_calls ?? []) {
+            const prev = byIndex.get(t.index) ?? {name: '', arguments: ''};
+            prev.name += t.function?.name ?? '';
+            prev.arguments += t.function?.arguments ?? '';
+            byIndex.set(t.index, prev);
+          }
+          finish = c.finish_reason ?? finish;
+        }
+        calls = [...byIndex.values()];
+      } else {
+        const r = await client.chat.completions.create({...base, max_tokens});
+        content = r.choices[0].message.content ?? '';
+        finish = r.choices[0].finish_reason;
+        calls = (r.choices[0].message.tool_calls ?? []).map((t) => t.function);
+      }
+      const what = `max_tokens ${max_tokens} stream ${stream}`;
+      assert.equal(finish, 'length', what);
+      assert.ok(!/DSML|｜|<\//.test(content), `${what}: markup in content ${JSON.stringify(content)}`);
+      assert.ok(calls.length <= 1, what);
+      if (calls.length) {
+        assert.equal(calls[0].name, 'get_weather', what);
+        assert.ok(full.startsWith(calls[0].arguments), `${what}: ${calls[0].arguments} vs ${full}`);
+        partial++;
+      }
+    }
+  }
+  assert.ok(partial >= 2, 'no cut left a partial call to check');
+});
+
 test('errors surface as the SDK exception types', async () => {
   const base = {model: MODEL_NAME, messages: hello, max_tokens: 4};
   await assert.rejects(client.chat.completions.create({...base, model: 'nope'}),

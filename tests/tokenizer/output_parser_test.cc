@@ -229,6 +229,73 @@ TEST(OutputStreamParserTest, MalformedDsmlBecomesContent) {
   EXPECT_EQ(content, "Hi" + block);
 }
 
+TEST(OutputStreamParserTest, ToolCallsCutByMaxTokensBecomePartialCalls) {
+  // The generation hit max_tokens at every byte of a two-call block (parameters with quotes, a
+  // newline and a raw JSON value): no markup reaches the content; the calls are those the block
+  // holds so far, all but the last exactly as in the whole block, the last (its name complete) a
+  // prefix of it: OpenAI's partial arguments with finish_reason "length".
+  const std::string head = "Sure.";
+  const std::string block =
+      "\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"get_weather\">\n"
+      "<｜DSML｜ parameter name=\"city\" string=\"true\">Paris \"north\"\nside</｜DSML｜ "
+      "parameter>\n"
+      "<｜DSML｜ parameter name=\"days\" string=\"false\">{\"n\": 3}</｜DSML｜ parameter>\n"
+      "</｜DSML｜ invoke>\n<｜DSML｜ invoke name=\"now\">\n</｜DSML｜ invoke>\n</｜DSML｜ calls>";
+  OutputStreamParser whole(/*thinking=*/false);
+  std::vector<ParsedToolCall> full = whole.Feed(head + block + kEos).tool_calls;
+  Status ok;
+  whole.Finish(&ok);
+  ASSERT_TRUE(ok.ok()) << ok.ToString();
+  ASSERT_EQ(full.size(), 2u);
+  EXPECT_EQ(full[0].arguments, "{\"city\": \"Paris \\\"north\\\"\\nside\", \"days\": {\"n\": 3}}");
+  const std::string text = head + block;
+  const size_t name_done = text.find("get_weather\">") + std::string("get_weather\"").size();
+  for (size_t cut = head.size(); cut < text.size(); ++cut) {
+    SCOPED_TRACE("cut at " + std::to_string(cut) + ": ..." +
+                 text.substr(cut > 20 ? cut - 20 : 0, std::min<size_t>(cut, 20)));
+    OutputStreamParser parser(/*thinking=*/false);
+    ParseDelta d = parser.Feed(text.substr(0, cut));
+    Status status;
+    ParseDelta rest = parser.Finish(&status, /*cut_short=*/true);
+    std::string content = d.content + rest.content;
+    std::vector<ParsedToolCall> calls = d.tool_calls;
+    calls.insert(calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+    EXPECT_EQ(content, head);
+    EXPECT_TRUE(rest.reasoning_content.empty());
+    ASSERT_LE(calls.size(), full.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].name, full[i].name);
+      if (i + 1 < calls.size()) {
+        EXPECT_EQ(calls[i].arguments, full[i].arguments);
+      } else {
+        EXPECT_EQ(full[i].arguments.substr(0, calls[i].arguments.size()), calls[i].arguments)
+            << calls[i].arguments;
+      }
+    }
+    if (cut > name_done) EXPECT_GE(calls.size(), 1u);
+  }
+  // A cut inside a multi-byte character of a marker or a value: the detokenizer ends the text
+  // with U+FFFD, which is not part of the call either.
+  for (const std::string& cut_text :
+       {head + block.substr(0, block.find("</｜DSML｜ parameter") + 2) + "\xEF\xBF\xBD",
+        head + block.substr(0, block.find("side")) + "\xEF\xBF\xBD"}) {
+    OutputStreamParser parser(/*thinking=*/false);
+    ParseDelta d = parser.Feed(cut_text);
+    Status status;
+    ParseDelta rest = parser.Finish(&status, /*cut_short=*/true);
+    ASSERT_EQ(d.tool_calls.size() + rest.tool_calls.size(), 1u);
+    const std::string& args = rest.tool_calls.back().arguments;
+    EXPECT_EQ(full[0].arguments.substr(0, args.size()), args);
+    EXPECT_EQ(d.content + rest.content, head);
+  }
+  // Without cut_short the malformed rest stays content (MalformedDsmlBecomesContent).
+  OutputStreamParser lenient(/*thinking=*/false);
+  std::string content = lenient.Feed(head + block.substr(0, 40)).content;
+  Status status;
+  content += lenient.Finish(&status).content;
+  EXPECT_EQ(content, head + block.substr(0, 40));
+}
+
 TEST(OutputStreamParserTest, TruncatedReasoningStaysReasoning) {
   OutputStreamParser parser(/*thinking=*/true);
   std::string reasoning = parser.Feed("still thinking <｜end").reasoning_content;

@@ -97,6 +97,25 @@ DsmlCallsResult Fail(std::string message) {
 
 DsmlCallsResult NeedMore() { return DsmlCallsResult{}; }
 
+// `gap` (text the cut ended) without what the cut split: trailing U+FFFD (the detokenizer's
+// stand-in for a character whose bytes were cut off), then a trailing proper prefix of any of
+// `stops` (a marker is markup, not text).
+std::string_view DropCutMarker(std::string_view gap,
+                               std::initializer_list<std::string_view> stops) {
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  while (EndsWith(gap, kReplacement)) gap.remove_suffix(kReplacement.size());
+  size_t cut = 0;
+  for (std::string_view stop : stops) {
+    for (size_t n = std::min(gap.size(), stop.size() - 1); n > cut; --n) {
+      if (gap.substr(gap.size() - n) == stop.substr(0, n)) {
+        cut = n;
+        break;
+      }
+    }
+  }
+  return gap.substr(0, gap.size() - cut);
+}
+
 }  // namespace
 
 DsmlCallsResult ParseDsmlCalls(std::string_view text, size_t begin, bool final) {
@@ -179,6 +198,90 @@ DsmlCallsResult ParseDsmlCalls(std::string_view text, size_t begin, bool final) 
   result.outcome = DsmlCallsResult::Outcome::kComplete;
   result.end = index;
   return result;
+}
+
+std::vector<ParsedToolCall> SalvageDsmlCalls(std::string_view text, size_t begin) {
+  std::vector<ParsedToolCall> calls;
+  size_t index = begin;
+  // The gap up to the first of `stops`, or nullopt when the text ends first (*cut = the rest).
+  auto read = [&](std::initializer_list<std::string_view> stops,
+                  std::string_view* cut) -> std::optional<StopHit> {
+    const auto hit = FindFirstStop(text, index, stops);
+    if (!hit) {
+      *cut = text.substr(index);
+      index = text.size();
+      return std::nullopt;
+    }
+    *cut = text.substr(index, hit->pos - index);
+    index = hit->pos + hit->stop.size();
+    return hit;
+  };
+  std::string_view gap;
+  while (index < text.size()) {
+    const auto head = read({kInvokeOpenText, kCallsEndText}, &gap);
+    if (!head || head->stop == kCallsEndText || gap != ">\n") break;
+    const auto name_hit = read({kParameterOpenText, kInvokeCloseText}, &gap);
+    if (!name_hit) gap = DropCutMarker(gap, {kParameterOpenText, kInvokeCloseText});
+    std::optional<std::string_view> name = MatchInvokeName(gap);
+    const std::string with_newline = std::string(gap) + "\n";  // cut just before the \n
+    if (!name && !name_hit) name = MatchInvokeName(with_newline);
+    if (!name) break;
+    ParsedToolCall call;
+    call.name = std::string(*name);
+    call.arguments = "{";
+    std::optional<StopHit> stop = name_hit;
+    bool first = true;
+    bool closed = stop.has_value();
+    while (stop && stop->stop == kParameterOpenText) {
+      const auto param_hit = read({kParameterCloseText}, &gap);
+      if (!param_hit) {
+        // The cut parameter: its value as far as it goes, once its name and kind are complete
+        // (a split closing tag, and the "<" that opens it, are not part of the value).
+        std::string_view s = DropCutMarker(gap, {kParameterCloseText});
+        if (!s.empty() && s.back() == '<') s.remove_suffix(1);
+        constexpr std::string_view kOpen = " name=\"";
+        const auto sep =
+            FindFirstStop(s, kOpen.size(), {"\" string=\"true\">", "\" string=\"false\">"});
+        if (s.substr(0, kOpen.size()) == kOpen && sep) {
+          if (!first) call.arguments += ", ";
+          AppendPyJsonQuoted(s.substr(kOpen.size(), sep->pos - kOpen.size()), &call.arguments);
+          call.arguments += ": ";
+          const std::string_view value = s.substr(sep->pos + sep->stop.size());
+          if (sep->stop == "\" string=\"true\">") {
+            std::string quoted;
+            AppendPyJsonQuoted(value, &quoted);
+            quoted.pop_back();  // no closing quote: the value was cut
+            call.arguments += quoted;
+          } else {
+            call.arguments += value;
+          }
+        }
+        closed = false;
+        break;
+      }
+      const auto param = MatchParameter(gap);
+      if (!param) {
+        closed = false;
+        break;
+      }
+      if (!first) call.arguments += ", ";
+      first = false;
+      AppendPyJsonQuoted(param->name, &call.arguments);
+      call.arguments += ": ";
+      if (param->is_string) {
+        AppendPyJsonQuoted(param->value, &call.arguments);
+      } else {
+        call.arguments += param->value;
+      }
+      stop = read({kParameterOpenText, kInvokeCloseText}, &gap);
+      closed = stop.has_value() && gap == ">\n";
+      if (stop && gap != ">\n") break;
+    }
+    if (closed) call.arguments += "}";
+    calls.push_back(std::move(call));
+    if (!closed) break;
+  }
+  return calls;
 }
 
 }  // namespace deepinfer::tokenizer

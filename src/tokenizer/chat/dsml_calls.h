@@ -43,4 +43,12 @@ struct DsmlCallsResult {
 // the text may still grow: whenever the answer could depend on text not yet seen, kNeedMore.
 DsmlCallsResult ParseDsmlCalls(std::string_view text, size_t begin, bool final);
 
+// A block cut short (the generation hit max_tokens inside it), read as far as it goes: every
+// complete invoke, then the one the text ends in once its name is complete, with its arguments
+// as far as they were written ("{", each complete parameter, then the cut one: a string value
+// JSON-quoted without its closing quote, a raw value as written), not closed. OpenAI returns a
+// tool call cut by max_tokens the same way: the partial arguments, finish_reason "length". Stops
+// at the first malformed piece, returning what came before it.
+std::vector<ParsedToolCall> SalvageDsmlCalls(std::string_view text, size_t begin);
+
 }  // namespace deepinfer::tokenizer

@@ -142,11 +142,22 @@ ParseDelta OutputStreamParser::Feed(std::string_view piece) {
   }
 }
 
-ParseDelta OutputStreamParser::Finish(Status* status) {
+ParseDelta OutputStreamParser::Finish(Status* status, bool cut_short) {
   CHECK(!finished_) << "OutputStreamParser::Finish called twice";
   finished_ = true;
   ParseDelta delta;
   StatusOr<ParsedCompletion> parsed = ParseCompletionV41(text_, thinking_);
+  *status = parsed.status();
+  if (cut_short && phase_ == Phase::kCalls) {
+    // Cut inside the block: even where the reference accepts the text (it ends at a step
+    // boundary), the last call was cut, so it goes out as the partial call it is.
+    std::vector<ParsedToolCall> calls =
+        SalvageDsmlCalls(text_, calls_open_ + kCallsOpenerText.size());
+    if (calls.size() > calls_.size()) {
+      delta.tool_calls.assign(calls.begin() + static_cast<long>(calls_.size()), calls.end());
+    }
+    return delta;
+  }
   if (parsed.ok()) {
     // Everything emitted must be a prefix of the one-shot result (the streaming contract).
     const ParsedCompletion& p = *parsed;
@@ -159,10 +170,8 @@ ParseDelta OutputStreamParser::Finish(Status* status) {
     delta.content = p.content.substr(content_.size());
     delta.tool_calls.assign(p.tool_calls.begin() + static_cast<long>(calls_.size()),
                             p.tool_calls.end());
-    *status = Status::Ok();
     return delta;
   }
-  *status = parsed.status();
   // Lenient flush of what was held back; a trailing EOS is markup, not text.
   std::string_view rest;
   std::string* channel = &delta.content;
@@ -173,6 +182,8 @@ ParseDelta OutputStreamParser::Finish(Status* status) {
       break;
     case Phase::kContent:
       rest = std::string_view(text_).substr(emitted_);
+      // Cut while a tool-call block was opening: the held-back start of its marker goes too.
+      if (cut_short && !rest.empty() && kCallsOpenerText.substr(0, rest.size()) == rest) rest = {};
       break;
     case Phase::kCalls:
       rest = std::string_view(text_).substr(calls_open_);

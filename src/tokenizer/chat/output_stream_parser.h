@@ -39,7 +39,10 @@ class OutputStreamParser {
 
   ParseDelta Feed(std::string_view piece);
   // End of the generation: the rest, and in *status the one-shot verdict on the whole text.
-  ParseDelta Finish(Status* status);
+  // cut_short: the generation stopped at max_tokens (or the context). Then a tool-call block it
+  // ends in becomes the (partial) calls it holds (SalvageDsmlCalls), not text: the DSML markup
+  // never reaches the client.
+  ParseDelta Finish(Status* status, bool cut_short = false);
 
   const std::string& text() const { return text_; }
 

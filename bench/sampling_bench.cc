@@ -60,8 +60,9 @@ void BM_SampleBatch(benchmark::State& state) {
   for (auto _ : state) {
     for (auto& row : batch) row.position = position;
     ++position;
-    const auto st = SampleBatch(batch, kVocab, out);
-    if (!st.ok()) state.SkipWithError(st.ToString().c_str());
+    for (const deepinfer::Status& st : SampleBatch(batch, kVocab, out)) {
+      if (!st.ok()) state.SkipWithError(st.ToString().c_str());
+    }
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(mode == kGreedy           ? "greedy"

@@ -477,15 +477,8 @@ Status Engine::Step() {
     }
   }
   std::vector<SampleResult> samples(rows.size());
-  std::vector<Status> row_status(rows.size());
-  if (!SampleBatch(rows, vocab, samples, pool_).ok()) {
-    // Some row failed (e.g. a grammar left no token): find which, the others go on.
-    for (size_t k = 0; k < rows.size(); ++k) {
-      const SampleRow& r = rows[k];
-      row_status[k] = SampleOne(r.logits, vocab, *r.params, *r.history, r.seed, r.sample_index,
-                                r.position, r.allowed_bits, r.suppressed, &samples[k]);
-    }
-  }
+  // A failed row (e.g. a grammar that leaves no token) fails its request; the others go on.
+  const std::vector<Status> row_status = SampleBatch(rows, vocab, samples, pool_);
   for (size_t k = 0; k < row_seq.size(); ++k) {
     Sequence* seq = row_seq[k];
     if (!row_status[k].ok()) {

@@ -366,7 +366,8 @@ TEST(SamplingSampler, DeterministicAcrossBatchesAndThreads) {
       batch.push_back(row);
     }
     std::vector<SampleResult> out(batch.size());
-    EXPECT_TRUE(SampleBatch(batch, kVocab, out, pool).ok());
+    for (const Status& s : SampleBatch(batch, kVocab, out, pool))
+      EXPECT_TRUE(s.ok()) << s.ToString();
     std::vector<int32_t> tokens(kRows, -1);
     for (size_t i = 0; i < rows.size(); ++i) tokens[rows[i]] = out[i].token;
     return tokens;
@@ -389,6 +390,41 @@ TEST(SamplingSampler, DeterministicAcrossBatchesAndThreads) {
     differ += Sample(logits[0], q, {}, pos, 1).token != Sample(logits[0], q, {}, pos, 2).token;
   }
   EXPECT_GT(differ, 0);
+}
+
+TEST(SamplingSampler, OneBadRowFailsOnlyItself) {
+  // A row whose mask allows nothing and a row with a NaN logit fail; their neighbours get what
+  // SampleOne gives them alone.
+  constexpr int64_t kVocab = 4096;
+  std::vector<std::vector<float>> logits;
+  for (int r = 0; r < 5; ++r) logits.push_back(LargeLogits(kVocab, 200 + r));
+  logits[3][17] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<uint32_t> none((kVocab + 31) / 32, 0);
+  SamplingParams p;
+  p.temperature = 0.8f;
+  std::vector<SampleRow> batch(5);
+  for (int r = 0; r < 5; ++r) {
+    batch[r].logits = logits[r].data();
+    batch[r].params = &p;
+    batch[r].seed = 7 + r;
+    batch[r].position = r;
+  }
+  batch[1].allowed_bits = none.data();
+  std::vector<SampleResult> out(batch.size());
+  ThreadPool pool(2);
+  const std::vector<Status> status = SampleBatch(batch, kVocab, out, &pool);
+  ASSERT_EQ(status.size(), batch.size());
+  EXPECT_FALSE(status[1].ok());
+  EXPECT_FALSE(status[3].ok());
+  const TokenHistory empty;
+  for (int r : {0, 2, 4}) {
+    ASSERT_TRUE(status[r].ok()) << status[r].ToString();
+    SampleResult alone;
+    ASSERT_TRUE(
+        SampleOne(logits[r].data(), kVocab, p, empty, batch[r].seed, 0, r, nullptr, {}, &alone)
+            .ok());
+    EXPECT_EQ(out[r].token, alone.token) << r;
+  }
 }
 
 TEST(SamplingSampler, PromptLogprobsAreLogSoftmaxOfRawLogits) {

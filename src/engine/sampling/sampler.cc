@@ -280,12 +280,9 @@ Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& param
   return Status::Ok();
 }
 
-Status SampleBatch(std::span<const SampleRow> rows, int64_t vocab, std::span<SampleResult> out,
-                   ThreadPool* pool) {
-  if (rows.size() != out.size()) {
-    return InvalidArgument("SampleBatch: " + std::to_string(rows.size()) + " rows but " +
-                           std::to_string(out.size()) + " results");
-  }
+std::vector<Status> SampleBatch(std::span<const SampleRow> rows, int64_t vocab,
+                                std::span<SampleResult> out, ThreadPool* pool) {
+  CHECK_EQ(rows.size(), out.size()) << "SampleBatch: one result per row";
   const TokenHistory empty;
   std::vector<Status> status(rows.size());
   ThreadPool& threads = pool != nullptr ? *pool : ThreadPool::Default();
@@ -297,12 +294,7 @@ Status SampleBatch(std::span<const SampleRow> rows, int64_t vocab, std::span<Sam
           row.sample_index, row.position, row.allowed_bits, row.suppressed, &out[r]);
     }
   });
-  for (size_t r = 0; r < status.size(); ++r) {
-    if (!status[r].ok()) {
-      return Status(status[r].code(), "row " + std::to_string(r) + ": " + status[r].message());
-    }
-  }
-  return Status::Ok();
+  return status;
 }
 
 Status ComputePromptLogprobs(const float* logits, int64_t n_rows, int64_t row_stride, int64_t vocab,

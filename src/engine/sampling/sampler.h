@@ -74,9 +74,10 @@ struct SampleRow {
 };
 
 // SampleOne for every row, rows spread over `pool` (ThreadPool::Default() when nullptr).
-// out.size() must equal rows.size(). Returns the error of the first failing row (by index).
-Status SampleBatch(std::span<const SampleRow> rows, int64_t vocab, std::span<SampleResult> out,
-                   ThreadPool* pool = nullptr);
+// out.size() must equal rows.size(). Returns each row's status: a failed row (its out entry
+// unspecified) fails that row alone; every other row's result is what SampleOne gives it.
+std::vector<Status> SampleBatch(std::span<const SampleRow> rows, int64_t vocab,
+                                std::span<SampleResult> out, ThreadPool* pool = nullptr);
 
 // Prompt logprobs: for each row r of logits ([n_rows, vocab], rows `row_stride` floats apart),
 // the log_softmax (temperature 1, raw logits) of next_ids[r] in out[r].token/logprob and the k

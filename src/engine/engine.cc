@@ -354,11 +354,9 @@ Status Engine::RunForward(const ScheduledBatch& batch, const std::vector<RunnerI
   return forward.get();
 }
 
-Status Engine::Step() {
-  const auto step_start = std::chrono::steady_clock::now();
-  HandleCancels();
-  if (spec_) spec_->Plan(scheduler_->running());
-  ScheduledBatch batch = scheduler_->Schedule();
+// Stage 1 (capacity): a waiting sequence that cannot get its pages with nothing else running
+// would wait forever; it fails instead.
+void Engine::FailUnfittable(const ScheduledBatch& batch) {
   if (scheduler_->running().empty() && !scheduler_->waiting().empty() &&
       (batch.empty() || !batch.preempted.empty())) {
     // Nothing else holds pages, yet a sequence cannot get the pages it needs: it does not fit
@@ -368,14 +366,10 @@ Status Engine::Step() {
     Finish(seq, FinishReason::kError,
            ResourceExhausted("the sequence needs more KV pages than the pool holds"));
   }
-  if (batch.empty()) {
-    for (Sequence* seq : DeliverPending()) Retire(seq);
-    return Status::Ok();
-  }
-  ++steps_;
-  // Retiring drops the engine's reference; the batch's sequences must outlive this step.
-  std::vector<std::shared_ptr<Sequence>> alive;
-  for (const ScheduledEntry& e : batch.entries) alive.push_back(sequences_.at(e.seq->id));
+}
+
+// Stage 2 (prepare): one runner input per scheduled entry.
+std::vector<RunnerInput> Engine::PrepareInputs(const ScheduledBatch& batch) {
   std::vector<RunnerInput> inputs;
   inputs.reserve(batch.entries.size());
   for (const ScheduledEntry& e : batch.entries) {
@@ -395,54 +389,45 @@ Status Engine::Step() {
     }
     inputs.push_back(in);
   }
-  std::vector<float> logits;
-  std::vector<Sequence*> stopped;
-  const Status fs = RunForward(batch, inputs, &logits, &stopped);
-  // Sequences a stop string ended while the call ran: retire them now, ignore their results.
-  for (Sequence* seq : stopped) Retire(seq);
-  if (!fs.ok()) {
-    for (const ScheduledEntry& e : batch.entries) {
-      if (!e.seq->finish) Finish(e.seq, FinishReason::kError, fs);
-    }
-    return Status::Ok();
+  return inputs;
+}
+
+void Engine::AddSampleRow(Sequence* seq, const float* row_logits, SampleRows* rows) {
+  const SamplingParams& sp = seq->request.params;
+  std::vector<int32_t>& sup = rows->suppressed.emplace_back();
+  if (seq->n_output() < sp.min_tokens) {
+    if (!sp.ignore_eos) sup.push_back(runner_->eos_token_id());
+    sup.insert(sup.end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
   }
+  SampleRow r;
+  r.logits = row_logits;
+  r.params = &sp;
+  r.history = &seq->history;
+  r.seed = seq->seed;
+  r.sample_index = seq->request.sample_index;
+  r.position = static_cast<int64_t>(seq->tokens.size());
+  r.suppressed = sup;
+  if (seq->matcher) r.allowed_bits = seq->mask.data();
+  rows->rows.push_back(r);
+  rows->seqs.push_back(seq);
+}
+
+// Stage 4 (commit computed positions): every plain entry's positions count as computed, its
+// full pages are registered and its prompt logprobs gathered; an entry that reached the end of
+// its tokens gets a row to sample, and so do the samples that fork from its prompt. Verify
+// entries are left to speculation (their indices in *verify).
+void Engine::CommitComputed(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
+                            const std::vector<float>& logits, const std::vector<int64_t>& logit_row,
+                            SampleRows* rows, std::vector<size_t>* verify,
+                            std::vector<std::shared_ptr<Sequence>>* alive) {
   const int64_t vocab = runner_->vocab_size();
-  // First logits row of each input (a verify input has one per token).
-  std::vector<int64_t> logit_row(inputs.size());
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    logit_row[i] = logit_row[i - 1] + inputs[i - 1].logits_rows;
-  }
-  std::vector<size_t> verify;  // entries that verify drafts
-  // Rows that choose a next token (forked samples share their lead's row of logits).
-  std::vector<SampleRow> rows;
-  std::vector<Sequence*> row_seq;
-  std::list<std::vector<int32_t>> suppressed;  // stable addresses for the rows' spans
-  auto add_row = [&](Sequence* seq, const float* row_logits) {
-    const SamplingParams& sp = seq->request.params;
-    std::vector<int32_t>& sup = suppressed.emplace_back();
-    if (seq->n_output() < sp.min_tokens) {
-      if (!sp.ignore_eos) sup.push_back(runner_->eos_token_id());
-      sup.insert(sup.end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
-    }
-    SampleRow r;
-    r.logits = row_logits;
-    r.params = &sp;
-    r.history = &seq->history;
-    r.seed = seq->seed;
-    r.sample_index = seq->request.sample_index;
-    r.position = static_cast<int64_t>(seq->tokens.size());
-    r.suppressed = sup;
-    if (seq->matcher) r.allowed_bits = seq->mask.data();
-    rows.push_back(r);
-    row_seq.push_back(seq);
-  };
   for (size_t i = 0; i < batch.entries.size(); ++i) {
     Sequence* seq = batch.entries[i].seq;
     const int64_t n_rows = inputs[i].logits_rows;
     const float* entry_logits = logits.data() + logit_row[i] * vocab;
     if (seq->finish) continue;
     if (spec_ && spec::SpecDecoder::IsVerify(batch.entries[i])) {
-      verify.push_back(i);
+      verify->push_back(i);
       continue;
     }
     seq->computed += batch.entries[i].n_tokens;
@@ -458,29 +443,40 @@ Status Engine::Step() {
     if (seq->remaining() > 0) continue;
     const float* last = entry_logits + (n_rows - 1) * vocab;
     const bool first_token = seq->n_output() == 0;
-    add_row(seq, last);
-    if (!first_token || seq->fork_ids.empty()) continue;
-    // The prompt is computed: the request's other samples start from here.
-    std::vector<uint64_t> ids;
-    ids.swap(seq->fork_ids);
-    for (uint64_t id : ids) {
-      auto it = sequences_.find(id);
-      if (it == sequences_.end() || it->second->finish) continue;
-      Sequence* sample = it->second.get();
-      alive.push_back(it->second);
-      if (Fork(seq, sample)) {
-        add_row(sample, last);
-      } else {
-        sample->fork_of = 0;
-        scheduler_->AddWaiting(sample);
-      }
+    AddSampleRow(seq, last, rows);
+    if (first_token && !seq->fork_ids.empty()) ForkSamples(seq, last, rows, alive);
+  }
+}
+
+// The prompt of `lead` is computed: its other samples start from here (sharing the row of
+// logits), or compute the prompt themselves when they cannot fork.
+void Engine::ForkSamples(Sequence* lead, const float* row_logits, SampleRows* rows,
+                         std::vector<std::shared_ptr<Sequence>>* alive) {
+  std::vector<uint64_t> ids;
+  ids.swap(lead->fork_ids);
+  for (uint64_t id : ids) {
+    auto it = sequences_.find(id);
+    if (it == sequences_.end() || it->second->finish) continue;
+    Sequence* sample = it->second.get();
+    alive->push_back(it->second);
+    if (Fork(lead, sample)) {
+      AddSampleRow(sample, row_logits, rows);
+    } else {
+      sample->fork_of = 0;
+      scheduler_->AddWaiting(sample);
     }
   }
-  std::vector<SampleResult> samples(rows.size());
+}
+
+// Stage 5 (sample + commit tokens): draws every row at once; a failed row fails its request,
+// each drawn token is appended (stop conditions checked) and queued for delivery.
+void Engine::SampleAndAppend(const SampleRows& rows) {
+  std::vector<SampleResult> samples(rows.rows.size());
   // A failed row (e.g. a grammar that leaves no token) fails its request; the others go on.
-  const std::vector<Status> row_status = SampleBatch(rows, vocab, samples, pool_);
-  for (size_t k = 0; k < row_seq.size(); ++k) {
-    Sequence* seq = row_seq[k];
+  const std::vector<Status> row_status =
+      SampleBatch(rows.rows, runner_->vocab_size(), samples, pool_);
+  for (size_t k = 0; k < rows.seqs.size(); ++k) {
+    Sequence* seq = rows.seqs[k];
     if (!row_status[k].ok()) {
       Finish(seq, FinishReason::kError, row_status[k]);
       continue;
@@ -492,6 +488,43 @@ Status Engine::Step() {
       Retire(seq);
     }
   }
+}
+
+Status Engine::Step() {
+  const auto step_start = std::chrono::steady_clock::now();
+  HandleCancels();
+  if (spec_) spec_->Plan(scheduler_->running());
+  ScheduledBatch batch = scheduler_->Schedule();
+  FailUnfittable(batch);
+  if (batch.empty()) {
+    for (Sequence* seq : DeliverPending()) Retire(seq);
+    return Status::Ok();
+  }
+  ++steps_;
+  // Retiring drops the engine's reference; the batch's sequences must outlive this step.
+  std::vector<std::shared_ptr<Sequence>> alive;
+  for (const ScheduledEntry& e : batch.entries) alive.push_back(sequences_.at(e.seq->id));
+  const std::vector<RunnerInput> inputs = PrepareInputs(batch);
+  std::vector<float> logits;
+  std::vector<Sequence*> stopped;
+  const Status fs = RunForward(batch, inputs, &logits, &stopped);
+  // Sequences a stop string ended while the call ran: retire them now, ignore their results.
+  for (Sequence* seq : stopped) Retire(seq);
+  if (!fs.ok()) {
+    for (const ScheduledEntry& e : batch.entries) {
+      if (!e.seq->finish) Finish(e.seq, FinishReason::kError, fs);
+    }
+    return Status::Ok();
+  }
+  // First logits row of each input (a verify input has one per token).
+  std::vector<int64_t> logit_row(inputs.size());
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    logit_row[i] = logit_row[i - 1] + inputs[i - 1].logits_rows;
+  }
+  SampleRows rows;
+  std::vector<size_t> verify;  // entries that verify drafts
+  CommitComputed(batch, inputs, logits, logit_row, &rows, &verify, &alive);
+  SampleAndAppend(rows);
   if (spec_) {
     const auto spec_start = std::chrono::steady_clock::now();
     DI_RETURN_IF_ERROR(SpecVerifyAndDraft(batch, logits, logit_row, verify));

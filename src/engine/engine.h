@@ -17,13 +17,16 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
+#include "engine/sampling/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/spec/spec_options.h"
@@ -106,6 +109,28 @@ class Engine {
     int64_t n_output = 0;
     std::optional<FinishReason> finish;
   };
+
+  // The rows a step samples (forked samples share their lead's row of logits), with the
+  // per-row suppressed ids (min_tokens) at stable addresses.
+  struct SampleRows {
+    std::vector<SampleRow> rows;
+    std::vector<Sequence*> seqs;
+    std::list<std::vector<int32_t>> suppressed;
+  };
+
+  // The stages of Step(), in order (engine.cc says what each one guarantees):
+  // capacity -> prepare -> forward -> commit computed positions -> sample + append -> speculate
+  // -> deliver.
+  void FailUnfittable(const ScheduledBatch& batch);
+  std::vector<RunnerInput> PrepareInputs(const ScheduledBatch& batch);
+  void CommitComputed(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
+                      const std::vector<float>& logits, const std::vector<int64_t>& logit_row,
+                      SampleRows* rows, std::vector<size_t>* verify,
+                      std::vector<std::shared_ptr<Sequence>>* alive);
+  void ForkSamples(Sequence* lead, const float* row_logits, SampleRows* rows,
+                   std::vector<std::shared_ptr<Sequence>>* alive);
+  void AddSampleRow(Sequence* seq, const float* row_logits, SampleRows* rows);
+  void SampleAndAppend(const SampleRows& rows);
 
   Sequence* NewSequence(Request request, uint64_t seed);
   // Starts `seq` (a waiting sample of the same request) from the state of `lead`, whose prompt

@@ -179,7 +179,10 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
         out += SseEvent("message_start", {{"type", "message_start"}, {"message", start}});
         out += Ping();
       }
-      ApplyDelta(parser.Feed(e.text), &writer, sink);
+      const bool cut_short = e.finished == engine::FinishReason::kLength;
+      ApplyDelta(
+          parser.Feed(cut_short ? tokenizer::TrimCutCharacter(e.text) : std::string_view(e.text)),
+          &writer, sink);
       if (e.finished) {
         finished = true;
         finish = *e.finished;

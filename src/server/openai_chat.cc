@@ -53,7 +53,9 @@ std::string FinishName(const Choice& c) {
 // Applies one event to its choice; returns the parser's delta (tool calls get their ids here).
 tokenizer::ParseDelta Apply(const ServerContext& ctx, const GenEvent& e, bool logprobs, Choice* c,
                             json* new_calls, json* new_logprobs) {
-  tokenizer::ParseDelta d = c->parser.Feed(e.text);
+  const bool cut_short = e.finished == engine::FinishReason::kLength;
+  tokenizer::ParseDelta d =
+      c->parser.Feed(cut_short ? tokenizer::TrimCutCharacter(e.text) : std::string_view(e.text));
   if (e.finished) {
     c->finished = true;
     c->finish = *e.finished;
@@ -66,8 +68,7 @@ tokenizer::ParseDelta Apply(const ServerContext& ctx, const GenEvent& e, bool lo
     }
     // A rejected output (length cut, random text) is flushed leniently as content.
     Status verdict;
-    tokenizer::ParseDelta rest =
-        c->parser.Finish(&verdict, c->finish == engine::FinishReason::kLength);
+    tokenizer::ParseDelta rest = c->parser.Finish(&verdict, cut_short);
     d.reasoning_content += rest.reasoning_content;
     d.content += rest.content;
     d.tool_calls.insert(d.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());

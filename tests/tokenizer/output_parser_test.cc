@@ -276,6 +276,15 @@ TEST(OutputStreamParserTest, ToolCallsCutByMaxTokensBecomePartialCalls) {
   }
   // A cut inside a multi-byte character of a marker or a value: the detokenizer ends the text
   // with U+FFFD, which is not part of the call either.
+  for (const std::string& opening :
+       {head + "\n\n<\xEF\xBF\xBD", head + "\n\n<｜DSML\xEF\xBF\xBD"}) {
+    OutputStreamParser parser(/*thinking=*/false);
+    std::string content = parser.Feed(TrimCutCharacter(opening)).content;
+    Status status;
+    ParseDelta rest = parser.Finish(&status, /*cut_short=*/true);
+    EXPECT_EQ(content + rest.content, head);
+    EXPECT_TRUE(rest.tool_calls.empty());
+  }
   for (const std::string& cut_text :
        {head + block.substr(0, block.find("</｜DSML｜ parameter") + 2) + "\xEF\xBF\xBD",
         head + block.substr(0, block.find("side")) + "\xEF\xBF\xBD"}) {

@@ -24,3 +24,7 @@ endforeach()
 # The load and determinism tests and the others each run a server with two compute threads: keep them apart on
 # a 2-core machine.
 set_tests_properties(server.load server.determinism PROPERTIES RUN_SERIAL ON)
+# The determinism soak (3 x 40 requests on two servers, ~25 s in release) is about bytes, which
+# a sanitizer does not change; it would take over 10 minutes under ASan, whose server coverage
+# comes from the other server tests. The asan-ubsan test preset leaves out label `slow`.
+set_tests_properties(server.determinism PROPERTIES LABELS "server;slow")

@@ -88,6 +88,22 @@ std::optional<ParamMatch> MatchParameter(std::string_view s) {
   return m;
 }
 
+// Appends `"name": value` (after ", " unless it is the first) to a call's arguments as the
+// reference rebuilds them: a string value JSON-quoted, any other pasted verbatim. `cut`: the
+// value was cut short, so a string value gets no closing quote.
+void AppendArgument(std::string_view name, bool is_string, std::string_view value, bool first,
+                    bool cut, std::string* arguments) {
+  if (!first) *arguments += ", ";
+  AppendPyJsonQuoted(name, arguments);
+  *arguments += ": ";
+  if (!is_string) {
+    *arguments += value;
+    return;
+  }
+  AppendPyJsonQuoted(value, arguments);
+  if (cut) arguments->pop_back();
+}
+
 DsmlCallsResult Fail(std::string message) {
   DsmlCallsResult r;
   r.outcome = DsmlCallsResult::Outcome::kError;
@@ -102,8 +118,7 @@ DsmlCallsResult NeedMore() { return DsmlCallsResult{}; }
 // `stops` (a marker is markup, not text).
 std::string_view DropCutMarker(std::string_view gap,
                                std::initializer_list<std::string_view> stops) {
-  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  while (EndsWith(gap, kReplacement)) gap.remove_suffix(kReplacement.size());
+  gap = TrimCutCharacter(gap);
   size_t cut = 0;
   for (std::string_view stop : stops) {
     for (size_t n = std::min(gap.size(), stop.size() - 1); n > cut; --n) {
@@ -175,14 +190,8 @@ DsmlCallsResult ParseDsmlCalls(std::string_view text, size_t begin, bool final) 
         }
       }
       seen.push_back(param->name);
-      if (seen.size() > 1) call.arguments += ", ";
-      AppendPyJsonQuoted(param->name, &call.arguments);
-      call.arguments += ": ";
-      if (param->is_string) {
-        AppendPyJsonQuoted(param->value, &call.arguments);
-      } else {
-        call.arguments += param->value;
-      }
+      AppendArgument(param->name, param->is_string, param->value, seen.size() == 1,
+                     /*cut=*/false, &call.arguments);
       auto tail = read({kParameterOpenText, kInvokeCloseText});
       if (!tail) return NeedMore();
       if (tail->gap != ">\n") {
@@ -243,18 +252,9 @@ std::vector<ParsedToolCall> SalvageDsmlCalls(std::string_view text, size_t begin
         const auto sep =
             FindFirstStop(s, kOpen.size(), {"\" string=\"true\">", "\" string=\"false\">"});
         if (s.substr(0, kOpen.size()) == kOpen && sep) {
-          if (!first) call.arguments += ", ";
-          AppendPyJsonQuoted(s.substr(kOpen.size(), sep->pos - kOpen.size()), &call.arguments);
-          call.arguments += ": ";
-          const std::string_view value = s.substr(sep->pos + sep->stop.size());
-          if (sep->stop == "\" string=\"true\">") {
-            std::string quoted;
-            AppendPyJsonQuoted(value, &quoted);
-            quoted.pop_back();  // no closing quote: the value was cut
-            call.arguments += quoted;
-          } else {
-            call.arguments += value;
-          }
+          AppendArgument(s.substr(kOpen.size(), sep->pos - kOpen.size()),
+                         sep->stop == "\" string=\"true\">", s.substr(sep->pos + sep->stop.size()),
+                         first, /*cut=*/true, &call.arguments);
         }
         closed = false;
         break;
@@ -264,15 +264,9 @@ std::vector<ParsedToolCall> SalvageDsmlCalls(std::string_view text, size_t begin
         closed = false;
         break;
       }
-      if (!first) call.arguments += ", ";
+      AppendArgument(param->name, param->is_string, param->value, first, /*cut=*/false,
+                     &call.arguments);
       first = false;
-      AppendPyJsonQuoted(param->name, &call.arguments);
-      call.arguments += ": ";
-      if (param->is_string) {
-        AppendPyJsonQuoted(param->value, &call.arguments);
-      } else {
-        call.arguments += param->value;
-      }
       stop = read({kParameterOpenText, kInvokeCloseText}, &gap);
       closed = stop.has_value() && gap == ">\n";
       if (stop && gap != ">\n") break;
@@ -282,6 +276,12 @@ std::vector<ParsedToolCall> SalvageDsmlCalls(std::string_view text, size_t begin
     if (!closed) break;
   }
   return calls;
+}
+
+std::string_view TrimCutCharacter(std::string_view text) {
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  while (EndsWith(text, kReplacement)) text.remove_suffix(kReplacement.size());
+  return text;
 }
 
 }  // namespace deepinfer::tokenizer

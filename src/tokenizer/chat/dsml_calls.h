@@ -51,4 +51,10 @@ DsmlCallsResult ParseDsmlCalls(std::string_view text, size_t begin, bool final);
 // at the first malformed piece, returning what came before it.
 std::vector<ParsedToolCall> SalvageDsmlCalls(std::string_view text, size_t begin);
 
+// The last text of a generation cut by max_tokens without the U+FFFD the detokenizer writes for
+// a character whose bytes were cut off: the chat routes feed this to OutputStreamParser, then
+// Finish(status, cut_short = true), so neither a split character nor a split DSML marker reaches
+// the client.
+std::string_view TrimCutCharacter(std::string_view text);
+
 }  // namespace deepinfer::tokenizer

@@ -203,13 +203,4 @@ ParseDelta OutputStreamParser::Finish(Status* status, bool cut_short) {
   return delta;
 }
 
-std::string_view TrimCutCharacter(std::string_view text) {
-  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  while (text.size() >= kReplacement.size() &&
-         text.substr(text.size() - kReplacement.size()) == kReplacement) {
-    text.remove_suffix(kReplacement.size());
-  }
-  return text;
-}
-
 }  // namespace deepinfer::tokenizer

@@ -67,9 +67,4 @@ class OutputStreamParser {
   bool finished_ = false;
 };
 
-// The last text of a generation cut by max_tokens without the U+FFFD the detokenizer writes for
-// a character whose bytes were cut off: feed this, then Finish(status, cut_short = true), so
-// that neither a split character nor a split DSML marker reaches the client.
-std::string_view TrimCutCharacter(std::string_view text);
-
 }  // namespace deepinfer::tokenizer

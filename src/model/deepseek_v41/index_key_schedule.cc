@@ -30,9 +30,8 @@ int IndexKeySchedule::SlotAfter(int64_t pos, int64_t prompt_len) const {
   // The owner with the smallest ratio publishes at least every `ratio` generated rows, so this
   // walks back at most that many rows before it finds one or reaches the prefill.
   for (int64_t p = pos; p >= 0; --p) {
-    if (p < prompt_len) return LastPublisher(owners_.size(), p, prompt_len);
     const int o = LastPublisher(owners_.size(), p, prompt_len);
-    if (o >= 0) return o;
+    if (o >= 0 || p < prompt_len) return o;  // a prompt row: the state after the prefill
   }
   return -1;
 }

@@ -9,7 +9,9 @@
 
 #include "core/check.h"
 #include "core/thread_pool.h"
+#include "engine/logit_rows.h"
 #include "engine/spec/spec_decoder.h"
+#include "engine/token_append.h"
 
 namespace deepinfer::engine {
 
@@ -51,7 +53,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelRunner* runner, EngineOpti
 Engine::Engine(ModelRunner* runner, EngineOptions options, int64_t n_pages, ThreadPool* pool)
     : runner_(runner), options_(options), pool_(pool) {
   kv_ = std::make_unique<KvCacheManager>(n_pages, runner->page_tokens(), options.prefix_cache);
-  scheduler_ = std::make_unique<Scheduler>(options.scheduler, kv_.get(), runner);
+  scheduler_ =
+      std::make_unique<Scheduler>(options.scheduler, kv_.get(), runner->prompt_sensitive());
   if (options.spec.mode != spec::SpecMode::kOff) {
     spec_ = std::make_shared<spec::SpecDecoder>(options.spec, runner, options.scheduler);
   }
@@ -179,96 +182,24 @@ void Engine::Retire(Sequence* seq) {
 
 void Engine::Finish(Sequence* seq, FinishReason reason, Status error) {
   // Earlier tokens first (no forward call is in flight when Finish runs).
-  for (Sequence* stopped : DeliverPending()) {
+  for (Sequence* stopped : deliveries_.Deliver()) {
     if (stopped != seq) Retire(stopped);
   }
   seq->finish = reason;
-  if (seq->request.on_output) {
-    RequestOutput out;
-    out.request_id = seq->id;
-    out.sample_index = seq->request.sample_index;
-    out.n_output = seq->n_output();
-    out.finished = reason;
-    out.error = std::move(error);
-    out.seed = seq->seed;
-    out.prefix_hit_tokens = seq->prefix_hit_tokens;
-    seq->request.on_output(out);
-  }
+  DeliverFinish(*seq, reason, std::move(error));
   Retire(seq);
 }
 
-std::optional<FinishReason> Engine::Append(Sequence* seq, const SampleResult& sample) {
-  const int32_t t = sample.token;
-  seq->tokens.push_back(t);
-  seq->history.Append(t);
-  ++tokens_generated_;
-  if (seq->matcher) {
-    // The mask allowed it, so the matcher accepts it (checked: a violation is a bug).
-    CHECK(seq->matcher->AcceptToken(t)) << "sampled token " << t << " outside the grammar";
-    // A finished grammar (its stop token accepted) ends the output even with ignore_eos.
-    if (seq->matcher->IsTerminated()) return FinishReason::kStop;
-  } else if (seq->request.grammar && t == *seq->request.grammar_start_token) {
-    seq->matcher = std::make_unique<structured::GrammarMatcher>(seq->request.grammar);
-  }
-  const SamplingParams& sp = seq->request.params;
-  const int64_t n_out = seq->n_output();
-  if (n_out >= sp.min_tokens) {
-    if (!sp.ignore_eos && t == runner_->eos_token_id()) return FinishReason::kStop;
-    if (std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), t) !=
-        sp.stop_token_ids.end()) {
-      return FinishReason::kStop;
-    }
-  }
-  if (sp.max_tokens && n_out >= *sp.max_tokens) return FinishReason::kLength;
-  if (static_cast<int64_t>(seq->tokens.size()) >= runner_->max_positions()) {
-    return FinishReason::kLength;
-  }
-  return std::nullopt;
+void Engine::DeliverAndRetire() {
+  for (Sequence* seq : deliveries_.Deliver()) Retire(seq);
 }
 
-std::vector<Sequence*> Engine::DeliverPending() {
-  std::vector<Pending> pending;
-  pending.swap(pending_);
-  std::vector<Sequence*> stopped;
-  // Sequences a stop string ended in this call, at which output count: their later tokens
-  // (a step can append several with speculative decoding) are dropped.
-  std::map<const Sequence*, int64_t> cut;
-  for (Pending& d : pending) {
-    Sequence* seq = d.seq.get();
-    // Tokens after a stop string are dropped (they were sampled before the check ran).
-    if (const auto it = cut.find(seq); it != cut.end() && d.n_output > it->second) continue;
-    std::optional<FinishReason> finish = d.finish;
-    // The stop check sees every token (it may keep state, e.g. a detokenizer); its verdict
-    // counts from min_tokens on, like EOS and the stop ids.
-    if (seq->request.stop_check) {
-      const bool hit = seq->request.stop_check(
-          std::span<const int32_t>(seq->tokens)
-              .subspan(static_cast<size_t>(seq->prompt_len), static_cast<size_t>(d.n_output)));
-      if (hit && !finish && d.n_output >= seq->request.params.min_tokens) {
-        finish = FinishReason::kStop;
-        seq->finish = finish;
-        cut[seq] = d.n_output;
-        // (A sequence whose later token already ended it is retired: nothing more to do.)
-        if (seq->status != SequenceStatus::kFinished) stopped.push_back(seq);
-      }
-    }
-    if (seq->request.on_output) {
-      RequestOutput out;
-      out.request_id = seq->id;
-      out.sample_index = seq->request.sample_index;
-      out.new_tokens = {d.sample.token};
-      if (d.n_output == 1 && seq->request.params.prompt_logprobs) {
-        out.prompt_logprobs = seq->prompt_logprobs;
-      }
-      if (seq->request.params.logprobs) out.samples.push_back(std::move(d.sample));
-      out.n_output = d.n_output;
-      out.finished = finish;
-      out.seed = seq->seed;
-      out.prefix_hit_tokens = seq->prefix_hit_tokens;
-      seq->request.on_output(out);
-    }
-  }
-  return stopped;
+std::optional<FinishReason> Engine::Append(Sequence* seq, const SampleResult& sample) {
+  const std::optional<FinishReason> fin =
+      AppendToken(seq, sample.token, runner_->eos_token_id(), runner_->max_positions());
+  ++tokens_generated_;
+  deliveries_.Push(sequences_.at(seq->id), sample, fin);
+  return fin;
 }
 
 void Engine::RegisterBlocks(Sequence* seq) {
@@ -300,58 +231,37 @@ void Engine::FillMasks(const ScheduledBatch& batch) {
   }
 }
 
-int64_t Engine::LogitRows(const Sequence& seq, int64_t n_tokens) const {
-  const int64_t end = seq.computed + n_tokens;
-  // Prompt logprobs: the rows from the first prompt position not yet scored (each row scores
-  // the token after it) to the end of the call.
-  const int64_t first = std::max(seq.computed, seq.prompt_logprobs_done);
-  if (seq.request.params.prompt_logprobs && first < std::min(end, seq.prompt_len - 1)) {
-    return end - first;
-  }
-  return end == static_cast<int64_t>(seq.tokens.size()) ? 1 : 0;
-}
-
-Status Engine::GatherPromptLogprobs(Sequence* seq, const float* logits, int64_t n_rows) {
-  // Row r of `logits` is position first_pos + r; it scores the token after it, the prompt token
-  // it stands for being entry (position) of prompt_logprobs.
-  const int64_t first_pos = seq->computed - n_rows;
-  const int64_t begin = std::max(first_pos, seq->prompt_logprobs_done);
-  const int64_t end = std::min(seq->computed, seq->prompt_len - 1);
-  if (end > begin) {
-    seq->prompt_logprobs.resize(static_cast<size_t>(seq->prompt_len - 1));
-    const int64_t vocab = runner_->vocab_size();
-    const size_t n = static_cast<size_t>(end - begin);
-    DI_RETURN_IF_ERROR(ComputePromptLogprobs(
-        logits + (begin - first_pos) * vocab, end - begin, vocab, vocab,
-        std::span<const int32_t>(seq->tokens).subspan(static_cast<size_t>(begin + 1), n),
-        *seq->request.params.prompt_logprobs,
-        std::span<SampleResult>(seq->prompt_logprobs).subspan(static_cast<size_t>(begin), n),
-        pool_));
-  }
-  seq->prompt_logprobs_done = std::max(seq->prompt_logprobs_done, end);
-  return Status::Ok();
-}
-
-Status Engine::RunForward(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
-                          std::vector<float>* logits, std::vector<Sequence*>* stopped) {
-  auto timed_forward = [this, &inputs, logits] {
+// Stage 3 (forward): one call for the batch. With async scheduling it runs on a worker thread
+// while this thread fills the grammar masks of the rows it will sample (their matchers already
+// hold every earlier token) and delivers the previous step's tokens; sequences a stop string
+// ended meanwhile are retired when the call has returned, their results ignored. A failed call
+// fails the requests of its batch (false).
+bool Engine::RunForward(const ScheduledBatch& batch, const StepInputs& in,
+                        std::vector<float>* logits) {
+  auto timed_forward = [this, &in, logits] {
     const auto start = std::chrono::steady_clock::now();
-    Status s = runner_->Forward(inputs, logits);
+    Status s = runner_->Forward(in.inputs, logits);
     forward_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return s;
   };
-  if (!options_.async_schedule) {
+  Status fs;
+  if (options_.async_schedule) {
+    // forward_seconds_ is written on the worker only until get() returns.
+    std::future<Status> forward = std::async(std::launch::async, timed_forward);
+    const std::vector<Sequence*> stopped = deliveries_.Deliver();
     FillMasks(batch);
-    return timed_forward();
+    fs = forward.get();
+    for (Sequence* seq : stopped) Retire(seq);
+  } else {
+    FillMasks(batch);
+    fs = timed_forward();
   }
-  // The forward call on a worker thread; meanwhile the grammar masks of the rows it will
-  // sample (their matchers already hold every earlier token) and the previous step's
-  // deliveries. forward_seconds_ is written there only until get() returns.
-  std::future<Status> forward = std::async(std::launch::async, timed_forward);
-  *stopped = DeliverPending();
-  FillMasks(batch);
-  return forward.get();
+  if (fs.ok()) return true;
+  for (const ScheduledEntry& e : batch.entries) {
+    if (!e.seq->finish) Finish(e.seq, FinishReason::kError, fs);
+  }
+  return false;
 }
 
 // Stage 1 (capacity): a waiting sequence that cannot get its pages with nothing else running
@@ -368,28 +278,23 @@ void Engine::FailUnfittable(const ScheduledBatch& batch) {
   }
 }
 
-// Stage 2 (prepare): one runner input per scheduled entry.
-std::vector<RunnerInput> Engine::PrepareInputs(const ScheduledBatch& batch) {
-  std::vector<RunnerInput> inputs;
-  inputs.reserve(batch.entries.size());
-  for (const ScheduledEntry& e : batch.entries) {
-    RunnerInput in;
-    in.seq = e.seq->runner.get();
-    CHECK_EQ(in.seq->length(), e.seq->computed);
-    in.tokens = std::span<const int32_t>(e.seq->tokens)
-                    .subspan(static_cast<size_t>(e.seq->computed), static_cast<size_t>(e.n_tokens));
-    in.pages = e.seq->pages;
-    const int64_t rows = LogitRows(*e.seq, e.n_tokens);
-    in.want_logits = rows > 0;
-    in.logits_rows = std::max<int64_t>(rows, 1);
-    if (spec_ && spec::SpecDecoder::IsVerify(e)) spec_->FillInput(e, &in);
-    // Prompt logprobs need every prompt row: no decoder-side replay may skip one.
-    if (e.seq->remaining() > 1 && !e.seq->request.params.prompt_logprobs) {
-      in.prefill_end = static_cast<int64_t>(e.seq->tokens.size());
+// Stage 2 (prepare): the sequences admitted this step get their model state; one whose
+// cached prefix the runner cannot adopt fails alone (its entry leaves the batch).
+void Engine::StartAdmitted(ScheduledBatch* batch) {
+  std::vector<ScheduledEntry> kept;
+  kept.reserve(batch->entries.size());
+  for (const ScheduledEntry& e : batch->entries) {
+    if (!e.seq->runner) {
+      const Status s = StartRunnerSequence(*runner_, e.seq);
+      if (!s.ok()) {
+        batch->n_tokens -= e.n_tokens;
+        Finish(e.seq, FinishReason::kError, s);
+        continue;
+      }
     }
-    inputs.push_back(in);
+    kept.push_back(e);
   }
-  return inputs;
+  batch->entries.swap(kept);
 }
 
 void Engine::AddSampleRow(Sequence* seq, const float* row_logits, SampleRows* rows) {
@@ -416,15 +321,15 @@ void Engine::AddSampleRow(Sequence* seq, const float* row_logits, SampleRows* ro
 // full pages are registered and its prompt logprobs gathered; an entry that reached the end of
 // its tokens gets a row to sample, and so do the samples that fork from its prompt. Verify
 // entries are left to speculation (their indices in *verify).
-void Engine::CommitComputed(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
-                            const std::vector<float>& logits, const std::vector<int64_t>& logit_row,
-                            SampleRows* rows, std::vector<size_t>* verify,
+void Engine::CommitComputed(const ScheduledBatch& batch, const StepInputs& in,
+                            const std::vector<float>& logits, SampleRows* rows,
+                            std::vector<size_t>* verify,
                             std::vector<std::shared_ptr<Sequence>>* alive) {
   const int64_t vocab = runner_->vocab_size();
   for (size_t i = 0; i < batch.entries.size(); ++i) {
     Sequence* seq = batch.entries[i].seq;
-    const int64_t n_rows = inputs[i].logits_rows;
-    const float* entry_logits = logits.data() + logit_row[i] * vocab;
+    const int64_t n_rows = in.inputs[i].logits_rows;
+    const float* entry_logits = logits.data() + in.logit_row[i] * vocab;
     if (seq->finish) continue;
     if (spec_ && spec::SpecDecoder::IsVerify(batch.entries[i])) {
       verify->push_back(i);
@@ -434,7 +339,7 @@ void Engine::CommitComputed(const ScheduledBatch& batch, const std::vector<Runne
     tokens_computed_ += batch.entries[i].n_tokens;
     RegisterBlocks(seq);
     if (seq->request.params.prompt_logprobs) {
-      const Status st = GatherPromptLogprobs(seq, entry_logits, n_rows);
+      const Status st = GatherPromptLogprobs(seq, entry_logits, n_rows, vocab, pool_);
       if (!st.ok()) {
         Finish(seq, FinishReason::kError, st);
         continue;
@@ -482,7 +387,6 @@ void Engine::SampleAndAppend(const SampleRows& rows) {
       continue;
     }
     const std::optional<FinishReason> fin = Append(seq, samples[k]);
-    pending_.push_back({sequences_.at(seq->id), std::move(samples[k]), seq->n_output(), fin});
     if (fin) {
       seq->finish = fin;
       Retire(seq);
@@ -496,44 +400,24 @@ Status Engine::Step() {
   if (spec_) spec_->Plan(scheduler_->running());
   ScheduledBatch batch = scheduler_->Schedule();
   FailUnfittable(batch);
+  StartAdmitted(&batch);
   if (batch.empty()) {
-    for (Sequence* seq : DeliverPending()) Retire(seq);
+    DeliverAndRetire();
     return Status::Ok();
   }
   ++steps_;
   // Retiring drops the engine's reference; the batch's sequences must outlive this step.
   std::vector<std::shared_ptr<Sequence>> alive;
   for (const ScheduledEntry& e : batch.entries) alive.push_back(sequences_.at(e.seq->id));
-  const std::vector<RunnerInput> inputs = PrepareInputs(batch);
+  const StepInputs in = BuildStepInputs(batch, spec_.get());
   std::vector<float> logits;
-  std::vector<Sequence*> stopped;
-  const Status fs = RunForward(batch, inputs, &logits, &stopped);
-  // Sequences a stop string ended while the call ran: retire them now, ignore their results.
-  for (Sequence* seq : stopped) Retire(seq);
-  if (!fs.ok()) {
-    for (const ScheduledEntry& e : batch.entries) {
-      if (!e.seq->finish) Finish(e.seq, FinishReason::kError, fs);
-    }
-    return Status::Ok();
-  }
-  // First logits row of each input (a verify input has one per token).
-  std::vector<int64_t> logit_row(inputs.size());
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    logit_row[i] = logit_row[i - 1] + inputs[i - 1].logits_rows;
-  }
+  if (!RunForward(batch, in, &logits)) return Status::Ok();
   SampleRows rows;
   std::vector<size_t> verify;  // entries that verify drafts
-  CommitComputed(batch, inputs, logits, logit_row, &rows, &verify, &alive);
+  CommitComputed(batch, in, logits, &rows, &verify, &alive);
   SampleAndAppend(rows);
-  if (spec_) {
-    const auto spec_start = std::chrono::steady_clock::now();
-    DI_RETURN_IF_ERROR(SpecVerifyAndDraft(batch, logits, logit_row, verify));
-    spec_seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - spec_start).count();
-  }
-  if (!options_.async_schedule) {
-    for (Sequence* seq : DeliverPending()) Retire(seq);
-  }
+  if (spec_) DI_RETURN_IF_ERROR(SpecVerifyAndDraft(batch, in, logits, verify));
+  if (!options_.async_schedule) DeliverAndRetire();
   if (options_.check_integrity) DI_RETURN_IF_ERROR(CheckIntegrity());
   const double step_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
@@ -542,9 +426,12 @@ Status Engine::Step() {
   return Status::Ok();
 }
 
-Status Engine::SpecVerifyAndDraft(const ScheduledBatch& batch, const std::vector<float>& logits,
-                                  const std::vector<int64_t>& logit_row,
+// Stage 6 (speculate): verifies the batch's verify entries (accepted tokens appended with the
+// end-of-output rules) and drafts for every sequence that goes on decoding.
+Status Engine::SpecVerifyAndDraft(const ScheduledBatch& batch, const StepInputs& in,
+                                  const std::vector<float>& logits,
                                   const std::vector<size_t>& verify) {
+  const auto spec_start = std::chrono::steady_clock::now();
   const int64_t vocab = runner_->vocab_size();
   for (size_t i : verify) {
     const ScheduledEntry& e = batch.entries[i];
@@ -552,13 +439,8 @@ Status Engine::SpecVerifyAndDraft(const ScheduledBatch& batch, const std::vector
     tokens_computed_ += e.n_tokens;
     std::optional<FinishReason> fin;
     const Status vs = spec_->Verify(
-        e, logits.data() + logit_row[i] * vocab,
-        [&](const SampleResult& sample) {
-          const std::optional<FinishReason> f = Append(seq, sample);
-          pending_.push_back({sequences_.at(seq->id), sample, seq->n_output(), f});
-          return f;
-        },
-        &fin);
+        e, logits.data() + in.logit_row[i] * vocab,
+        [&](const SampleResult& sample) { return Append(seq, sample); }, &fin);
     if (!vs.ok()) {
       Finish(seq, FinishReason::kError, vs);
       continue;
@@ -576,6 +458,8 @@ Status Engine::SpecVerifyAndDraft(const ScheduledBatch& batch, const std::vector
     const Status ds = spec_->Draft(seq);
     if (!ds.ok()) Finish(seq, FinishReason::kError, ds);
   }
+  spec_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - spec_start).count();
   return Status::Ok();
 }
 

@@ -1,11 +1,14 @@
 // Engine: continuous batching over a ModelRunner (docs/engine_contract.md).
 //
-// Step() is the loop of ARCHITECTURE.md:
+// Step() is the loop of ARCHITECTURE.md, as stages (listed with the private members below):
 //   batch  = scheduler.Schedule()      which sequences, how many tokens each, pages reserved
-//   logits = runner.Forward(batch)     one call for the whole mixed batch
-//   tokens = sampler.Sample(logits)    seeded per (request, sample index, position)
-//   Commit(batch, tokens)              append, EOS / stop ids / length, prefix-cache registration
-//   Deliver                            stop strings (the caller's check), output callbacks
+//   inputs = prepare(batch)            runner sequences for admissions, one input per entry
+//   logits = runner.Forward(inputs)    one call for the whole mixed batch
+//   commit computed positions          prefix-cache registration, prompt logprobs
+//   tokens = sampler.Sample(logits)    seeded per (request, sample index, position); appended
+//                                      with the end-of-output rules (EOS, stop ids, length)
+//   speculate                          verify drafts, draft again (engine/spec/)
+//   deliver                            stop strings (the caller's check), output callbacks
 // Asynchronous scheduling (EngineOptions::async_schedule): the forward call runs on a worker
 // thread and the engine thread delivers the previous step's tokens meanwhile (stop-string
 // checks, detokenization and the callbacks, i.e. everything a server does per token). A
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/delivery.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
@@ -31,6 +35,7 @@
 #include "engine/sequence.h"
 #include "engine/spec/spec_options.h"
 #include "engine/spec/spec_stats.h"
+#include "engine/step_prepare.h"
 
 namespace deepinfer {
 class ThreadPool;
@@ -93,7 +98,7 @@ class Engine {
   // Runs steps until no request is left.
   Status RunUntilIdle();
 
-  bool idle() const { return sequences_.empty() && pending_.empty(); }
+  bool idle() const { return sequences_.empty() && deliveries_.empty(); }
   EngineStats stats() const;
   const KvCacheManager& kv() const { return *kv_; }
   ModelRunner& runner() const { return *runner_; }
@@ -102,14 +107,6 @@ class Engine {
 
  private:
   Engine(ModelRunner* runner, EngineOptions options, int64_t n_pages, ThreadPool* pool);
-  // A token to deliver: the sequence stays alive until the delivery has been made.
-  struct Pending {
-    std::shared_ptr<Sequence> seq;
-    SampleResult sample;
-    int64_t n_output = 0;
-    std::optional<FinishReason> finish;
-  };
-
   // The rows a step samples (forked samples share their lead's row of logits), with the
   // per-row suppressed ids (min_tokens) at stable addresses.
   struct SampleRows {
@@ -118,19 +115,30 @@ class Engine {
     std::list<std::vector<int32_t>> suppressed;
   };
 
-  // The stages of Step(), in order (engine.cc says what each one guarantees):
-  // capacity -> prepare -> forward -> commit computed positions -> sample + append -> speculate
-  // -> deliver.
+  // The stages of Step(), in order (docs/engine_contract.md, "The step"; each one's guarantee
+  // is stated where it is defined):
+  //   capacity   Scheduler::Schedule, then FailUnfittable
+  //   prepare    StartAdmitted (step_prepare.h: admission's model work), BuildStepInputs
+  //   forward    RunForward (overlapping the previous step's deliveries when async)
+  //   commit     CommitComputed: computed positions, prefix-cache blocks, prompt logprobs,
+  //              the rows to sample (forked samples join their lead's row)
+  //   sample     SampleAndAppend (token_append.h: the end-of-output rules)
+  //   speculate  SpecVerifyAndDraft
+  //   deliver    DeliveryQueue::Deliver (delivery.h)
   void FailUnfittable(const ScheduledBatch& batch);
-  std::vector<RunnerInput> PrepareInputs(const ScheduledBatch& batch);
-  void CommitComputed(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
-                      const std::vector<float>& logits, const std::vector<int64_t>& logit_row,
-                      SampleRows* rows, std::vector<size_t>* verify,
-                      std::vector<std::shared_ptr<Sequence>>* alive);
+  void StartAdmitted(ScheduledBatch* batch);
+  bool RunForward(const ScheduledBatch& batch, const StepInputs& in, std::vector<float>* logits);
+  void CommitComputed(const ScheduledBatch& batch, const StepInputs& in,
+                      const std::vector<float>& logits, SampleRows* rows,
+                      std::vector<size_t>* verify, std::vector<std::shared_ptr<Sequence>>* alive);
   void ForkSamples(Sequence* lead, const float* row_logits, SampleRows* rows,
                    std::vector<std::shared_ptr<Sequence>>* alive);
   void AddSampleRow(Sequence* seq, const float* row_logits, SampleRows* rows);
   void SampleAndAppend(const SampleRows& rows);
+  Status SpecVerifyAndDraft(const ScheduledBatch& batch, const StepInputs& in,
+                            const std::vector<float>& logits, const std::vector<size_t>& verify);
+  // Delivers what is queued and retires the sequences a stop string ended.
+  void DeliverAndRetire();
 
   Sequence* NewSequence(Request request, uint64_t seed);
   // Starts `seq` (a waiting sample of the same request) from the state of `lead`, whose prompt
@@ -143,27 +151,13 @@ class Engine {
   void Finish(Sequence* seq, FinishReason reason, Status error = Status::Ok());
   // Drops a finished sequence from the scheduler and the live set (its pages released).
   void Retire(Sequence* seq);
-  // Appends a sampled token; returns why the sequence ends now (EOS, stop id, length), if it does.
+  // Appends a sampled token (token_append.h) and queues it for delivery; returns why the
+  // sequence ends now, if it does.
   std::optional<FinishReason> Append(Sequence* seq, const SampleResult& sample);
   void RegisterBlocks(Sequence* seq);
-  // Rows of logits the forward call returns for `seq` consuming n_tokens more positions.
-  int64_t LogitRows(const Sequence& seq, int64_t n_tokens) const;
-  // Prompt logprobs from the last n_rows rows of the call that just advanced `seq` to
-  // seq->computed.
-  Status GatherPromptLogprobs(Sequence* seq, const float* logits, int64_t n_rows);
   void HandleCancels();
-  // Runs the stop-string checks and callbacks of pending_; returns the sequences a stop string
-  // ended (to retire once no forward call uses them).
-  std::vector<Sequence*> DeliverPending();
   // Grammar masks of the entries that sample this step.
   void FillMasks(const ScheduledBatch& batch);
-  Status RunForward(const ScheduledBatch& batch, const std::vector<RunnerInput>& inputs,
-                    std::vector<float>* logits, std::vector<Sequence*>* stopped);
-  // Speculative decoding after the plain rows are sampled: verifies the batch's verify entries
-  // and drafts for the sequences that go on decoding (engine/spec/spec_decoder.h).
-  Status SpecVerifyAndDraft(const ScheduledBatch& batch, const std::vector<float>& logits,
-                            const std::vector<int64_t>& logit_row,
-                            const std::vector<size_t>& verify);
 
   ModelRunner* runner_;
   EngineOptions options_;
@@ -171,7 +165,7 @@ class Engine {
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<uint64_t, std::shared_ptr<Sequence>> sequences_;
-  std::vector<Pending> pending_;
+  DeliveryQueue deliveries_;
   std::shared_ptr<spec::SpecDecoder> spec_;  // null with speculation off
   uint64_t next_id_ = 1;
   int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0;

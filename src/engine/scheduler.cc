@@ -85,7 +85,7 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
   }
   const int64_t p = kv_->block_tokens();
   const int64_t len = static_cast<int64_t>(seq->tokens.size());
-  seq->UpdateBlockKeys(p, runner_->prompt_sensitive());
+  seq->UpdateBlockKeys(p, key_prompt_rows_);
   // Keep at least one token to compute: its logits choose the next token. Prompt logprobs need
   // the logits of every prompt position, so such a request computes its whole prompt.
   const int64_t max_hit_blocks = seq->request.params.prompt_logprobs ? 0 : (len - 1) / p;
@@ -103,15 +103,9 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
     ReleasePages(seq);
     return false;
   }
-  seq->runner = runner_->NewSequence(seq->prompt_len);
-  seq->computed = 0;
-  if (h > 0) {
-    const Status s = runner_->AdoptPrefix(
-        seq->runner.get(), std::span<const int32_t>(seq->pages).subspan(0, hit_blocks),
-        std::span<const int32_t>(seq->tokens).subspan(0, static_cast<size_t>(h)));
-    CHECK(s.ok()) << "adopting cached pages: " << s.ToString();
-    seq->computed = h;
-  }
+  // The hit positions are in the pages; the prepare stage gives the sequence its model state
+  // (Engine::StartAdmitted: a runner sequence that adopts them).
+  seq->computed = h;
   seq->prefix_hit_tokens = std::max(seq->prefix_hit_tokens, h);
   seq->status = SequenceStatus::kRunning;
   running_.push_back(seq);

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "engine/kv_cache_manager.h"
-#include "engine/model_runner.h"
 #include "engine/sequence.h"
 
 namespace deepinfer::engine {
@@ -45,8 +44,10 @@ struct ScheduledBatch {
 
 class Scheduler {
  public:
-  Scheduler(SchedulerOptions options, KvCacheManager* kv, ModelRunner* runner)
-      : options_(options), kv_(kv), runner_(runner) {}
+  // key_prompt_rows: block keys also say which positions were prompt rows
+  // (ModelRunner::prompt_sensitive).
+  Scheduler(SchedulerOptions options, KvCacheManager* kv, bool key_prompt_rows)
+      : options_(options), kv_(kv), key_prompt_rows_(key_prompt_rows) {}
 
   void AddWaiting(Sequence* seq);
   // A sequence that is already in the model's state up to seq->computed (a forked sample):
@@ -78,7 +79,7 @@ class Scheduler {
 
   SchedulerOptions options_;
   KvCacheManager* kv_;
-  ModelRunner* runner_;
+  bool key_prompt_rows_;
   std::vector<Sequence*> running_;  // in admission order
   std::deque<Sequence*> waiting_;   // sorted by Before
   int64_t n_preemptions_ = 0;

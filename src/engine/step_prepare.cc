@@ -1,0 +1,53 @@
+#include "engine/step_prepare.h"
+
+#include <algorithm>
+#include <span>
+
+#include "core/check.h"
+#include "engine/logit_rows.h"
+#include "engine/spec/spec_decoder.h"
+
+namespace deepinfer::engine {
+
+Status StartRunnerSequence(ModelRunner& runner, Sequence* seq) {
+  CHECK(!seq->runner) << "sequence " << seq->id << " already has model state";
+  std::unique_ptr<RunnerSequence> rs = runner.NewSequence(seq->prompt_len);
+  const int64_t hit = seq->computed;
+  if (hit > 0) {
+    const int64_t blocks = hit / runner.page_tokens();
+    DI_RETURN_IF_ERROR(runner.AdoptPrefix(
+        rs.get(), std::span<const int32_t>(seq->pages).subspan(0, static_cast<size_t>(blocks)),
+        std::span<const int32_t>(seq->tokens).subspan(0, static_cast<size_t>(hit))));
+  }
+  seq->runner = std::move(rs);
+  return Status::Ok();
+}
+
+StepInputs BuildStepInputs(const ScheduledBatch& batch, spec::SpecDecoder* spec) {
+  StepInputs out;
+  out.inputs.reserve(batch.entries.size());
+  int64_t row = 0;
+  for (const ScheduledEntry& e : batch.entries) {
+    Sequence* seq = e.seq;
+    RunnerInput in;
+    in.seq = seq->runner.get();
+    CHECK_EQ(in.seq->length(), seq->computed);
+    in.tokens = std::span<const int32_t>(seq->tokens)
+                    .subspan(static_cast<size_t>(seq->computed), static_cast<size_t>(e.n_tokens));
+    in.pages = seq->pages;
+    const int64_t rows = LogitRows(*seq, e.n_tokens);
+    in.want_logits = rows > 0;
+    in.logits_rows = std::max<int64_t>(rows, 1);
+    if (spec && spec::SpecDecoder::IsVerify(e)) spec->FillInput(e, &in);
+    // Prompt logprobs need every prompt row: no decoder-side replay may skip one.
+    if (seq->remaining() > 1 && !seq->request.params.prompt_logprobs) {
+      in.prefill_end = static_cast<int64_t>(seq->tokens.size());
+    }
+    out.logit_row.push_back(row);
+    row += in.logits_rows;
+    out.inputs.push_back(in);
+  }
+  return out;
+}
+
+}  // namespace deepinfer::engine

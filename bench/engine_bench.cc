@@ -16,6 +16,8 @@
 #include <random>
 #include <string>
 
+#include "api/request_text.h"
+#include "api/structured_outputs.h"
 #include "engine/deepseek_runner.h"
 #include "engine/engine.h"
 #include "tools/engine_setup.h"
@@ -77,9 +79,8 @@ void BM_EngineThroughput(benchmark::State& state) {
       const nlohmann::json body =
           structured ? nlohmann::json{{"response_format", {{"type", "json_object"}}}}
                      : nlohmann::json::object();
-      if (!tools::AttachGrammar(*le, body, false, &r).ok() ||
-          !tools::AttachTextStream(le->tokenizer.get(), &r, std::make_shared<tools::TextStream>())
-               .ok()) {
+      if (!api::AttachGrammar(le->structured.get(), body, false, &r).ok() ||
+          !api::RequestText::Attach(le->tokenizer.get(), true, &r).ok()) {
         state.SkipWithError("request setup failed");
         return;
       }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/chat_request.h"
+#include "server/generation_session.h"
 #include "server/route_common.h"
 #include "server/routes.h"
 #include "tokenizer/chat/chat_tokens.h"
@@ -101,6 +102,92 @@ void ApplyDelta(const tokenizer::ParseDelta& d, BlockWriter* w, std::string* out
   for (const auto& call : d.tool_calls) w->ToolUse(call, out);
 }
 
+// One message (n = 1): content blocks from the output parser; streaming, the events above.
+class MessagesRenderer : public GenerationRenderer {
+ public:
+  MessagesRenderer(const ServerContext& ctx, const ChatRequest& req, int64_t prompt_tokens)
+      : parser_(req.thinking),
+        prompt_tokens_(prompt_tokens),
+        message_({{"id", RandomId("msg")},
+                  {"type", "message"},
+                  {"role", "assistant"},
+                  {"model", ctx.model_name},
+                  {"content", json::array()},
+                  {"stop_reason", nullptr},
+                  {"stop_sequence", nullptr}}) {}
+
+  std::string StreamStart(const GenEvent& first) override {
+    json start = message_;
+    start["usage"] = {{"input_tokens", prompt_tokens_},
+                      {"output_tokens", 0},
+                      {"cache_read_input_tokens", first.prefix_hit_tokens}};
+    return SseEvent("message_start", {{"type", "message_start"}, {"message", start}}) + Ping();
+  }
+
+  void OnEvent(const GenEvent& e, std::string* stream) override {
+    const bool cut_short = e.finished == engine::FinishReason::kLength;
+    ApplyDelta(
+        parser_.Feed(cut_short ? tokenizer::TrimCutCharacter(e.text) : std::string_view(e.text)),
+        &writer_, stream);
+    if (!e.finished) return;
+    finish_ = *e.finished;
+    error_ = e.error;
+    matched_stop_ = e.matched_stop;
+    if (e.ended_by_eos) ApplyDelta(parser_.Feed(tokenizer::kEosText), &writer_, stream);
+    Status verdict;
+    ApplyDelta(parser_.Finish(&verdict, cut_short), &writer_, stream);
+    writer_.Close(stream);
+  }
+
+  std::optional<std::chrono::steady_clock::duration> KeepAliveInterval() const override {
+    return kPingInterval;
+  }
+  std::string KeepAlive() const override { return Ping(); }
+
+  // An engine error ends a stream with an `error` event, or is the whole answer.
+  std::optional<ApiError> Failure(bool /*streaming*/) const override {
+    if (finish_ != engine::FinishReason::kError) return std::nullopt;
+    return ErrorFromStatus(Internal(error_.message()));
+  }
+
+  std::string StreamEnd(const GenerationTotals& t) const override {
+    std::string out =
+        SseEvent("message_delta",
+                 {{"type", "message_delta"},
+                  {"delta", {{"stop_reason", StopReason()}, {"stop_sequence", StopSequence()}}},
+                  {"usage", {{"output_tokens", t.completion_tokens}}}});
+    return out + SseEvent("message_stop", {{"type", "message_stop"}});
+  }
+
+  json Body(const GenerationTotals& t) const override {
+    json message = message_;
+    message["content"] = writer_.blocks();
+    message["stop_reason"] = StopReason();
+    message["stop_sequence"] = StopSequence();
+    message["usage"] = {{"input_tokens", t.prompt_tokens},
+                        {"output_tokens", t.completion_tokens},
+                        {"cache_read_input_tokens", t.cached_tokens}};
+    return message;
+  }
+
+ private:
+  const char* StopReason() const {
+    return finish_ == engine::FinishReason::kLength ? "max_tokens"
+           : writer_.has_tool_use()                 ? "tool_use"
+           : !matched_stop_.empty()                 ? "stop_sequence"
+                                                    : "end_turn";
+  }
+  json StopSequence() const { return matched_stop_.empty() ? json() : json(matched_stop_); }
+
+  tokenizer::OutputStreamParser parser_;
+  BlockWriter writer_;
+  const int64_t prompt_tokens_;
+  const json message_;
+  engine::FinishReason finish_ = engine::FinishReason::kStop;
+  Status error_;
+  std::string matched_stop_;
+};
+
 }  // namespace
 
 net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
@@ -114,119 +201,17 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
   if (!prompt.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(prompt.status()));
   StatusOr<std::vector<int32_t>> ids = EncodePrompt(ctx, *prompt, false);
   if (!ids.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(ids.status()));
-  const int64_t prompt_tokens = static_cast<int64_t>(ids->size());
-  auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
-  GenerationSpec spec;
-  spec.prompt = *std::move(ids);
-  spec.params = req->params;
-  if (Status s = AttachGrammar(ctx, req->constraint, req->thinking, &spec); !s.ok()) {
-    co_return co_await ex.SendError(style, ErrorFromStatus(s));
-  }
-  if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
-    co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
-  }
-  if (!req->stream) CancelOnClose(ctx, ex, channel);
 
-  const std::string id = RandomId("msg");
-  tokenizer::OutputStreamParser parser(req->thinking);
-  BlockWriter writer;
-  bool streaming = false, finished = false;
-  std::optional<std::chrono::steady_clock::time_point> first_token;
-  engine::FinishReason finish = engine::FinishReason::kStop;
-  Status error;
-  std::string matched_stop;
-  int64_t n_output = 0, cached = 0;
-  json message = {{"id", id},
-                  {"type", "message"},
-                  {"role", "assistant"},
-                  {"model", ctx.model_name},
-                  {"content", json::array()},
-                  {"stop_reason", nullptr},
-                  {"stop_sequence", nullptr}};
-  while (!finished) {
-    // Two statements, not `streaming ? co_await … : co_await …`: GCC 12 destroys the
-    // temporaries of a conditional with co_await in both arms twice (a double free).
-    std::vector<GenEvent> events;
-    if (streaming) {
-      events = co_await channel->NextFor(kPingInterval);
-    } else {
-      events = co_await channel->Next();
-    }
-    if (events.empty() && !co_await ex.SendEvent(Ping())) {
-      CancelForDisconnect(ctx, *channel);
-      co_return;
-    }
-    for (GenEvent& e : events) {
-      if (e.rejected) {
-        channel->Cancel();
-        co_return co_await SendFailure(ex, style, streaming, ErrorFromStatus(e.error));
-      }
-      if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
-      cached = std::max(cached, e.prefix_hit_tokens);
-      n_output = std::max(n_output, e.n_output);
-      std::string out;
-      std::string* sink = req->stream ? &out : nullptr;
-      if (req->stream && !streaming) {
-        streaming = true;
-        if (!co_await ex.StartStream()) {
-          CancelForDisconnect(ctx, *channel);
-          co_return;
-        }
-        json start = message;
-        start["usage"] = {{"input_tokens", prompt_tokens},
-                          {"output_tokens", 0},
-                          {"cache_read_input_tokens", e.prefix_hit_tokens}};
-        out += SseEvent("message_start", {{"type", "message_start"}, {"message", start}});
-        out += Ping();
-      }
-      const bool cut_short = e.finished == engine::FinishReason::kLength;
-      ApplyDelta(
-          parser.Feed(cut_short ? tokenizer::TrimCutCharacter(e.text) : std::string_view(e.text)),
-          &writer, sink);
-      if (e.finished) {
-        finished = true;
-        finish = *e.finished;
-        error = e.error;
-        matched_stop = e.matched_stop;
-        if (e.ended_by_eos) ApplyDelta(parser.Feed(tokenizer::kEosText), &writer, sink);
-        Status verdict;
-        ApplyDelta(parser.Finish(&verdict, finish == engine::FinishReason::kLength), &writer, sink);
-        writer.Close(sink);
-      }
-      if (!out.empty() && !co_await ex.SendEvent(std::move(out))) {
-        CancelForDisconnect(ctx, *channel);
-        co_return;
-      }
-    }
-  }
-  ex.StopWatching();
-  RecordGeneration(ctx, ex.arrival(), first_token, prompt_tokens, n_output);
-  if (finish == engine::FinishReason::kError) {
-    co_return co_await SendFailure(ex, style, req->stream,
-                                   ErrorFromStatus(Internal(error.message())));
-  }
-  const char* stop_reason = finish == engine::FinishReason::kLength ? "max_tokens"
-                            : writer.has_tool_use()                 ? "tool_use"
-                            : !matched_stop.empty()                 ? "stop_sequence"
-                                                                    : "end_turn";
-  const json stop_sequence = matched_stop.empty() ? json() : json(matched_stop);
-  if (req->stream) {
-    std::string out =
-        SseEvent("message_delta",
-                 {{"type", "message_delta"},
-                  {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence}}},
-                  {"usage", {{"output_tokens", n_output}}}});
-    out += SseEvent("message_stop", {{"type", "message_stop"}});
-    co_await ex.SendEvent(std::move(out));
-    co_return co_await ex.EndStream();
-  }
-  message["content"] = writer.blocks();
-  message["stop_reason"] = stop_reason;
-  message["stop_sequence"] = stop_sequence;
-  message["usage"] = {{"input_tokens", prompt_tokens},
-                      {"output_tokens", n_output},
-                      {"cache_read_input_tokens", cached}};
-  co_await ex.SendJson(200, message);
+  MessagesRenderer renderer(ctx, *req, static_cast<int64_t>(ids->size()));
+  GenerationSession session(ctx, ex, style, renderer);
+  // A named input, not a braced temporary in the co_await expression: GCC 12 destroys such a
+  // temporary twice (a double free).
+  GenerationInput input{.prompt = *std::move(ids),
+                        .params = req->params,
+                        .constraint = req->constraint,
+                        .thinking = req->thinking,
+                        .stream = req->stream};
+  co_await session.Run(std::move(input));
 }
 
 net::awaitable<void> HandleCountTokens(ServerContext& ctx, Exchange& ex) {

@@ -5,6 +5,7 @@
 // input_schema} → OpenAI functions; thinking {"type": "enabled"} → V4.1 thinking mode.
 #include <string>
 
+#include "api/sampling_params_json.h"
 #include "server/chat_request.h"
 
 namespace deepinfer::server {
@@ -214,7 +215,7 @@ StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only) 
       (sampling["temperature"].get<double>() < 0 || sampling["temperature"].get<double>() > 1)) {
     return InvalidArgument("temperature must be in [0, 1]");
   }
-  DI_ASSIGN_OR_RETURN(r.params, engine::SamplingParamsFromJson(sampling));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling));
   return r;
 }
 

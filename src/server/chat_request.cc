@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "api/sampling_params_json.h"
 #include "tokenizer/chat/chat_encoder.h"
 #include "tokenizer/chat/chat_messages.h"
 #include "tokenizer/chat/python_json.h"
@@ -50,12 +51,6 @@ StatusOr<bool> IncludeUsage(const Json& body) {
   if (it == body.end() || it->is_null()) return false;
   if (!it->is_object()) return InvalidArgument("stream_options must be an object");
   return OptionalBool(*it, "include_usage", false);
-}
-
-// Moves n out of the sampling parameters: each of the n samples is its own engine request.
-void SplitN(engine::SamplingParams* params, int* n) {
-  *n = params->n;
-  params->n = 1;
 }
 
 // reasoning_effort as the OpenAI API spells it → the V4.1 encoder's value; "none" switches
@@ -237,8 +232,7 @@ StatusOr<ChatRequest> ParseOpenAiChat(const Json& body) {
       !sampling["logprobs"].is_boolean()) {
     return InvalidArgument("logprobs must be a boolean");
   }
-  DI_ASSIGN_OR_RETURN(r.params, engine::SamplingParamsFromJson(sampling));
-  SplitN(&r.params, &r.n);
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling));
   return r;
 }
 
@@ -288,8 +282,7 @@ StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body) {
   if (sampling.contains("logprobs") && sampling["logprobs"].is_boolean()) {
     return InvalidArgument("logprobs must be an integer (0..20) in the completions API");
   }
-  DI_ASSIGN_OR_RETURN(r.params, engine::SamplingParamsFromJson(sampling));
-  SplitN(&r.params, &r.n);
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling));
   return r;
 }
 

@@ -27,8 +27,7 @@ struct ChatRequest {                // NOLINT(bugprone-exception-escape)
   nlohmann::ordered_json tools;     // OpenAI tools [{"type":"function","function":{…}}] or null
   bool thinking = false;            // V4.1 thinking mode: the reply starts with reasoning
   nlohmann::ordered_json reasoning_effort;  // null, "low" / "high" / "max" or 1..100
-  engine::SamplingParams params;            // params.n is 1: the n samples are field n
-  int n = 1;
+  engine::SamplingParams params;            // params.n: the parallel samples
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // The structured-output fields given (response_format other than text, regex, grammar, or
@@ -42,8 +41,7 @@ struct CompletionRequest {  // NOLINT(bugprone-exception-escape): as ChatRequest
   std::string prompt_text;          // when the prompt is text
   std::vector<int32_t> prompt_ids;  // when it is a token list
   bool prompt_is_ids = false;
-  engine::SamplingParams params;
-  int n = 1;
+  engine::SamplingParams params;  // params.n: the parallel samples
   bool stream = false;
   bool include_usage = false;
   nlohmann::json constraint;  // as ChatRequest::constraint

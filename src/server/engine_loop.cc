@@ -30,7 +30,7 @@ void EngineLoop::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-Status EngineLoop::Submit(engine::Request request, std::function<void(const Status&)> on_rejected) {
+Status EngineLoop::Submit(engine::Request request, std::function<void(const Status&)> on_verdict) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Internal("the server is shutting down");
@@ -48,7 +48,7 @@ Status EngineLoop::Submit(engine::Request request, std::function<void(const Stat
         --pending_;
       }
     };
-    inbox_.push_back({std::move(request), std::move(on_rejected)});
+    inbox_.push_back({std::move(request), std::move(on_verdict)});
   }
   cv_.notify_one();
   return Status::Ok();
@@ -85,12 +85,13 @@ void EngineLoop::AddInbox(std::deque<Item>* items) {
         prune_at_ = std::max<size_t>(64, 2 * live_.size());
       }
       live_.push_back(std::move(cancelled));
+      if (item.on_verdict) item.on_verdict(Status::Ok());
     } else {
       {
         std::lock_guard<std::mutex> lock(mu_);
         --pending_;
       }
-      if (item.on_rejected) item.on_rejected(id.status());
+      if (item.on_verdict) item.on_verdict(id.status());
     }
   }
   items->clear();
@@ -117,7 +118,7 @@ void EngineLoop::Run() {
           std::lock_guard<std::mutex> lock(mu_);
           --pending_;
         }
-        if (item.on_rejected) item.on_rejected(Internal("the server is shutting down"));
+        if (item.on_verdict) item.on_verdict(Internal("the server is shutting down"));
       }
       items.clear();
       for (const auto& flag : live_) flag->store(true);

@@ -46,10 +46,12 @@ class EngineLoop {
   // callback has been destroyed), and joins the thread. Idempotent.
   void Stop();
 
-  // Queues a request. on_rejected runs on the loop thread if Engine::Add refuses it (nothing of
-  // it then reaches on_output). Returns ResourceExhausted when max_pending requests are in the
-  // server, Internal after Stop.
-  Status Submit(engine::Request request, std::function<void(const Status&)> on_rejected);
+  // Queues a request. on_verdict runs once on the loop thread with Engine::Add's verdict: Ok when
+  // the engine took the request (before any of its outputs reaches on_output), else why not
+  // (InvalidArgument from Add's validation, Internal when the loop stopped first; nothing of it
+  // then reaches on_output). Returns ResourceExhausted when max_pending requests are in the
+  // server, Internal after Stop; on_verdict then never runs.
+  Status Submit(engine::Request request, std::function<void(const Status&)> on_verdict);
 
   // Cancels every request in the engine (any thread); they finish with kAbort.
   void CancelAll();
@@ -60,7 +62,7 @@ class EngineLoop {
  private:
   struct Item {
     engine::Request request;
-    std::function<void(const Status&)> on_rejected;
+    std::function<void(const Status&)> on_verdict;
   };
   void Run();
   void AddInbox(std::deque<Item>* items);

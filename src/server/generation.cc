@@ -1,12 +1,31 @@
 #include "server/generation.h"
 
-#include <functional>
-#include <span>
 #include <utility>
 
-#include "tokenizer/streaming_detokenizer.h"
+#include "api/request_text.h"
 
 namespace deepinfer::server {
+
+void GenerationChannel::SetVerdict(Status verdict) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    verdict_ = std::move(verdict);
+  }
+  net::post(timer_.get_executor(), [self = shared_from_this()] { self->timer_.cancel(); });
+}
+
+net::awaitable<Status> GenerationChannel::Verdict() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (verdict_) co_return *verdict_;
+    }
+    // As in Next(): the wake-up is posted after the verdict is stored.
+    timer_.expires_at(net::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+}
 
 void GenerationChannel::Push(GenEvent event) {
   {
@@ -57,50 +76,17 @@ void GenerationChannel::Cancel() {
   for (const auto& flag : cancel_flags) flag->store(true);
 }
 
-namespace {
-
-// The text side of one engine request, used on the engine thread only.
-struct TextState {
-  explicit TextState(tokenizer::StreamingDetokenizer d) : detok(std::move(d)) {}
-  tokenizer::StreamingDetokenizer detok;
-  std::string text;  // decoded since the last delivery
-};
-
-std::function<bool(std::span<const int32_t>)> StopCheck(const std::shared_ptr<TextState>& state) {
-  return [state](std::span<const int32_t> output) {
-    auto piece = state->detok.Push(output.back());
-    if (piece.ok()) state->text += *piece;
-    return state->detok.stopped();
-  };
-}
-
-}  // namespace
-
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        GenerationSpec spec, const std::shared_ptr<GenerationChannel>& channel) {
+                        engine::Request request,
+                        const std::shared_ptr<GenerationChannel>& channel) {
   // One engine request with n samples: the engine forks samples 1..n-1 from sample 0's prompt
   // state (shared prompt pages); each sample has its own detokenizer and stop-string state.
-  std::vector<std::shared_ptr<TextState>> states;
-  for (int i = 0; i < spec.n; ++i) {
-    DI_ASSIGN_OR_RETURN(auto detok, tokenizer::StreamingDetokenizer::Create(
-                                        tok, spec.params.stop, spec.skip_special_tokens));
-    states.push_back(std::make_shared<TextState>(std::move(detok)));
-  }
-  engine::Request r;
-  r.prompt = std::move(spec.prompt);
-  r.params = std::move(spec.params);
-  r.params.n = spec.n;
-  r.grammar = std::move(spec.grammar);
-  r.grammar_start_token = spec.grammar_start_token;
-  r.stop_check = StopCheck(states[0]);
-  r.prepare_sample = [states](engine::Request* sample) {
-    sample->stop_check = StopCheck(states[static_cast<size_t>(sample->sample_index)]);
-  };
-  r.on_output = [states, channel, eos_id](const engine::RequestOutput& o) {
-    const auto i = static_cast<int>(o.sample_index);
-    TextState& state = *states[static_cast<size_t>(i)];
+  DI_ASSIGN_OR_RETURN(std::shared_ptr<api::RequestText> text,
+                      api::RequestText::Attach(&tok, /*skip_special_tokens=*/true, &request));
+  request.on_output = [text, channel, eos_id](const engine::RequestOutput& o) {
+    api::SampleText& sample = text->sample(o.sample_index);
     GenEvent e;
-    e.index = i;
+    e.index = static_cast<int>(o.sample_index);
     e.tokens = o.new_tokens;
     e.samples = o.samples;
     e.prompt_logprobs = o.prompt_logprobs;
@@ -110,29 +96,20 @@ Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32
     e.prefix_hit_tokens = o.prefix_hit_tokens;
     e.seed = o.seed;
     if (o.finished) {
-      if (state.detok.stopped()) {
-        e.matched_stop = state.detok.matched_stop();
+      if (sample.stopped()) {
+        e.matched_stop = sample.matched_stop();
       } else {
-        state.text += state.detok.Finish();
+        sample.Finish();
         e.ended_by_eos = *o.finished == engine::FinishReason::kStop && !o.new_tokens.empty() &&
                          o.new_tokens.back() == eos_id;
       }
     }
-    e.text = std::move(state.text);
-    state.text.clear();
+    e.text = sample.Take();
     channel->Push(std::move(e));
   };
-  channel->cancel_flags.push_back(r.cancelled);  // shared by every sample
-  const int n = spec.n;
-  Status s = loop->Submit(std::move(r), [channel, n](const Status& error) {
-    for (int i = 0; i < n; ++i) {
-      GenEvent e;
-      e.index = i;
-      e.rejected = true;
-      e.error = error;
-      channel->Push(std::move(e));
-    }
-  });
+  channel->cancel_flags.push_back(request.cancelled);  // shared by every sample
+  Status s = loop->Submit(std::move(request),
+                          [channel](const Status& verdict) { channel->SetVerdict(verdict); });
   if (!s.ok()) channel->Cancel();
   return s;
 }

@@ -1,11 +1,12 @@
 // One API request's generation: one engine request with n samples (sample_index 0..n-1, one
-// seed; the engine forks them from the first sample's prompt state) whose outputs come back to
-// the connection through a GenerationChannel.
+// seed; the engine forks them from the first sample's prompt state) whose verdict and outputs
+// come back to the connection through a GenerationChannel.
 //
-// Threads: the engine thread runs each request's stop check and output callback; they
-// detokenize (tokenizer::StreamingDetokenizer, which also finds stop strings) and Push a
-// GenEvent. Push posts a wake-up to the connection's executor, where the handler coroutine
-// waits in Next(). Nothing else is shared between the two threads.
+// Threads: the engine thread runs the request's stop checks and output callback; they
+// detokenize (api::RequestText: per sample a StreamingDetokenizer, which also finds stop strings)
+// and Push a GenEvent. The loop thread also sets the verdict of Engine::Add. Push and SetVerdict
+// post a wake-up to the connection's executor, where the handler coroutine waits in Verdict() /
+// Next(). Nothing else is shared between the two threads.
 #pragma once
 
 #include <atomic>
@@ -26,9 +27,8 @@
 namespace deepinfer::server {
 
 struct GenEvent {
-  int index = 0;          // which of the n samples
-  bool rejected = false;  // Engine::Add refused the request: `error` says why
-  std::string text;       // new text (complete characters, stop strings cut)
+  int index = 0;     // which of the n samples
+  std::string text;  // new text (complete characters, stop strings cut)
   std::vector<int32_t> tokens;
   std::vector<engine::SampleResult> samples;  // per token when logprobs
   // params.prompt_logprobs, on the first event of the request: entry i for prompt token i + 1.
@@ -48,6 +48,10 @@ class GenerationChannel : public std::enable_shared_from_this<GenerationChannel>
 
   // Any thread.
   void Push(GenEvent event);
+  // Any thread, once: Engine::Add's verdict (Ok: accepted; else why it refused the request).
+  void SetVerdict(Status verdict);
+  // Connection executor only: waits for the verdict. Events pushed meanwhile stay for Next().
+  net::awaitable<Status> Verdict();
   // Connection executor only: waits until at least one event is there and takes them all.
   net::awaitable<std::vector<GenEvent>> Next();
   // The same, but gives up after max_wait with no events (an empty list).
@@ -60,20 +64,16 @@ class GenerationChannel : public std::enable_shared_from_this<GenerationChannel>
  private:
   std::mutex mu_;
   std::vector<GenEvent> events_;
+  std::optional<Status> verdict_;
   net::steady_timer timer_;
 };
 
-struct GenerationSpec {
-  std::vector<int32_t> prompt;
-  engine::SamplingParams params;  // params.n is set from n
-  int n = 1;
-  bool skip_special_tokens = true;
-  std::shared_ptr<const structured::CompiledGrammar> grammar;  // structured output, or null
-  std::optional<int32_t> grammar_start_token;                  // thinking mode: </think>
-};
-
-// Submits the request. On an error (queue full, shutting down) nothing stays queued.
+// Submits `request` (prompt, params with params.n samples, grammar) for `channel`: each sample's
+// text goes through its own detokenizer, the outputs become GenEvents, and Engine::Add's verdict
+// arrives on channel->Verdict(). Errors (nothing then stays queued, no verdict comes):
+// InvalidArgument (a stop string that is not UTF-8), ResourceExhausted (queue full), Internal
+// (shutting down).
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        GenerationSpec spec, const std::shared_ptr<GenerationChannel>& channel);
+                        engine::Request request, const std::shared_ptr<GenerationChannel>& channel);
 
 }  // namespace deepinfer::server

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "server/chat_request.h"
+#include "server/generation_session.h"
 #include "server/route_common.h"
 #include "server/routes.h"
 #include "tokenizer/chat/chat_tokens.h"
@@ -26,7 +27,6 @@ struct Choice {
   json logprobs = json::array();
   engine::FinishReason finish = engine::FinishReason::kStop;
   Status error;
-  int64_t n_output = 0;
 };
 
 json ToolCallJson(const tokenizer::ParsedToolCall& c, int index) {
@@ -73,7 +73,6 @@ tokenizer::ParseDelta Apply(const ServerContext& ctx, const GenEvent& e, bool lo
     d.content += rest.content;
     d.tool_calls.insert(d.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
   }
-  c->n_output = std::max(c->n_output, e.n_output);
   c->content += d.content;
   c->reasoning += d.reasoning_content;
   for (const auto& call : d.tool_calls) {
@@ -91,6 +90,107 @@ tokenizer::ParseDelta Apply(const ServerContext& ctx, const GenEvent& e, bool lo
   return d;
 }
 
+// chat.completion / chat.completion.chunk: per sample a role chunk, delta chunks (reasoning,
+// content, tool calls, logprobs) and a finish chunk; an engine error is a data line before it.
+class ChatRenderer : public GenerationRenderer {
+ public:
+  ChatRenderer(const ServerContext& ctx, const ChatRequest& req)
+      : ctx_(ctx),
+        response_(ctx, "chatcmpl", "chat.completion", "chat.completion.chunk", req.include_usage),
+        logprobs_(req.params.logprobs),
+        prompt_logprobs_(req.params.prompt_logprobs.has_value()),
+        thinking_(req.thinking) {
+    choices_.reserve(req.params.n);
+    for (int i = 0; i < req.params.n; ++i) choices_.emplace_back(req.thinking);
+  }
+
+  void OnEvent(const GenEvent& e, std::string* stream) override {
+    Choice& c = choices_[e.index];
+    json new_calls = json::array(), new_logprobs = json::array();
+    const tokenizer::ParseDelta d = Apply(ctx_, e, logprobs_, &c, &new_calls, &new_logprobs);
+    if (!stream) return;
+    if (!c.started) {
+      c.started = true;
+      *stream += SseData(Chunk(json::array({{{"index", e.index},
+                                             {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                             {"logprobs", nullptr},
+                                             {"finish_reason", nullptr}}})));
+    }
+    json delta = json::object();
+    if (!d.reasoning_content.empty()) delta["reasoning_content"] = d.reasoning_content;
+    if (!d.content.empty()) delta["content"] = d.content;
+    if (!new_calls.empty()) delta["tool_calls"] = new_calls;
+    if (!delta.empty() || !new_logprobs.empty()) {
+      *stream += SseData(
+          Chunk(json::array({{{"index", e.index},
+                              {"delta", delta},
+                              {"logprobs", logprobs_ ? json{{"content", new_logprobs}} : json()},
+                              {"finish_reason", nullptr}}})));
+    }
+    if (c.finished) {
+      if (c.finish == engine::FinishReason::kError) {
+        *stream +=
+            SseData(ErrorBody(ApiStyle::kOpenAi, ErrorFromStatus(Internal(c.error.message()))));
+      }
+      *stream += SseData(Chunk(json::array({{{"index", e.index},
+                                             {"delta", json::object()},
+                                             {"logprobs", nullptr},
+                                             {"finish_reason", FinishName(c)}}})));
+    }
+  }
+
+  // A stream reported its errors inline; a whole answer is the first sample's error.
+  std::optional<ApiError> Failure(bool streaming) const override {
+    if (streaming) return std::nullopt;
+    for (const Choice& c : choices_) {
+      if (c.finish == engine::FinishReason::kError) {
+        return ErrorFromStatus(Internal(c.error.message()));
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::string StreamEnd(const GenerationTotals& t) const override {
+    return response_.StreamEnd(Usage(t));
+  }
+
+  json Body(const GenerationTotals& t) const override {
+    json list = json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      const Choice& c = choices_[i];
+      json message = {{"role", "assistant"}};
+      message["content"] = c.content.empty() && !c.tool_calls.empty() ? json() : json(c.content);
+      if (thinking_) message["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) {
+        json calls = c.tool_calls;
+        for (auto& call : calls) call.erase("index");
+        message["tool_calls"] = calls;
+      }
+      list.push_back({{"index", i},
+                      {"message", message},
+                      {"logprobs", logprobs_ ? json{{"content", c.logprobs}} : json()},
+                      {"finish_reason", FinishName(c)}});
+    }
+    json out = response_.Final(std::move(list), Usage(t));
+    if (prompt_logprobs_) {
+      // vLLM's place for them in a chat response: top level, over the rendered prompt's tokens.
+      out["prompt_logprobs"] = PromptLogprobsJson(*ctx_.tokenizer, t.prompt_logprobs);
+    }
+    return out;
+  }
+
+ private:
+  json Chunk(json choice_list) const { return response_.Chunk(std::move(choice_list)); }
+  static json Usage(const GenerationTotals& t) {
+    return OpenAiUsage(t.prompt_tokens, t.completion_tokens, t.cached_tokens);
+  }
+
+  const ServerContext& ctx_;
+  const OpenAiResponse response_;
+  const bool logprobs_, prompt_logprobs_, thinking_;
+  std::vector<Choice> choices_;
+};
+
 }  // namespace
 
 net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
@@ -104,129 +204,17 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
   if (!prompt.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(prompt.status()));
   StatusOr<std::vector<int32_t>> ids = EncodePrompt(ctx, *prompt, /*add_special_tokens=*/false);
   if (!ids.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(ids.status()));
-  const int64_t prompt_tokens = static_cast<int64_t>(ids->size());
 
-  auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
-  GenerationSpec spec;
-  spec.prompt = *std::move(ids);
-  spec.params = req->params;
-  spec.n = req->n;
-  if (Status s = AttachGrammar(ctx, req->constraint, req->thinking, &spec); !s.ok()) {
-    co_return co_await ex.SendError(style, ErrorFromStatus(s));
-  }
-  if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
-    co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
-  }
-  if (!req->stream) CancelOnClose(ctx, ex, channel);
-
-  const OpenAiResponse response(ctx, "chatcmpl", "chat.completion", "chat.completion.chunk",
-                                req->include_usage);
-  const bool logprobs = req->params.logprobs;
-  std::vector<Choice> choices;
-  choices.reserve(req->n);
-  for (int i = 0; i < req->n; ++i) choices.emplace_back(req->thinking);
-  int n_finished = 0;
-  int64_t cached = 0;
-  json prompt_logprobs;  // params.prompt_logprobs: from the first event that carries them
-  bool streaming = false;
-  std::optional<std::chrono::steady_clock::time_point> first_token;
-  auto chunk = [&response](json choice_list) { return response.Chunk(std::move(choice_list)); };
-
-  while (n_finished < req->n) {
-    std::vector<GenEvent> events = co_await channel->Next();
-    for (GenEvent& e : events) {
-      if (e.rejected) {
-        channel->Cancel();
-        co_return co_await SendFailure(ex, style, streaming, ErrorFromStatus(e.error));
-      }
-      if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
-      cached = std::max(cached, e.prefix_hit_tokens);
-      if (!e.prompt_logprobs.empty() && prompt_logprobs.is_null()) {
-        prompt_logprobs = PromptLogprobsJson(*ctx.tokenizer, e.prompt_logprobs);
-      }
-      Choice& c = choices[e.index];
-      json new_calls = json::array(), new_logprobs = json::array();
-      tokenizer::ParseDelta d = Apply(ctx, e, logprobs, &c, &new_calls, &new_logprobs);
-      if (c.finished) ++n_finished;
-      if (!req->stream) continue;
-      if (!streaming) {
-        streaming = true;
-        if (!co_await ex.StartStream()) {
-          CancelForDisconnect(ctx, *channel);
-          co_return;
-        }
-      }
-      std::string out;
-      if (!c.started) {
-        c.started = true;
-        out += SseData(chunk(json::array({{{"index", e.index},
-                                           {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                           {"logprobs", nullptr},
-                                           {"finish_reason", nullptr}}})));
-      }
-      json delta = json::object();
-      if (!d.reasoning_content.empty()) delta["reasoning_content"] = d.reasoning_content;
-      if (!d.content.empty()) delta["content"] = d.content;
-      if (!new_calls.empty()) delta["tool_calls"] = new_calls;
-      if (!delta.empty() || !new_logprobs.empty()) {
-        out += SseData(
-            chunk(json::array({{{"index", e.index},
-                                {"delta", delta},
-                                {"logprobs", logprobs ? json{{"content", new_logprobs}} : json()},
-                                {"finish_reason", nullptr}}})));
-      }
-      if (c.finished) {
-        if (c.finish == engine::FinishReason::kError) {
-          out += SseData(ErrorBody(style, ErrorFromStatus(Internal(c.error.message()))));
-        }
-        out += SseData(chunk(json::array({{{"index", e.index},
-                                           {"delta", json::object()},
-                                           {"logprobs", nullptr},
-                                           {"finish_reason", FinishName(c)}}})));
-      }
-      if (!out.empty() && !co_await ex.SendEvent(std::move(out))) {
-        CancelForDisconnect(ctx, *channel);  // the client went away: free its pages now
-        co_return;
-      }
-    }
-  }
-
-  ex.StopWatching();
-  int64_t completion_tokens = 0;
-  for (const Choice& c : choices) completion_tokens += c.n_output;
-  RecordGeneration(ctx, ex.arrival(), first_token, prompt_tokens, completion_tokens);
-  const json usage = OpenAiUsage(prompt_tokens, completion_tokens, cached);
-  if (req->stream) {
-    co_await ex.SendEvent(response.StreamEnd(usage));
-    co_return co_await ex.EndStream();
-  }
-  for (const Choice& c : choices) {
-    if (c.finish == engine::FinishReason::kError) {
-      co_return co_await ex.SendError(style, ErrorFromStatus(Internal(c.error.message())));
-    }
-  }
-  json list = json::array();
-  for (size_t i = 0; i < choices.size(); ++i) {
-    const Choice& c = choices[i];
-    json message = {{"role", "assistant"}};
-    message["content"] = c.content.empty() && !c.tool_calls.empty() ? json() : json(c.content);
-    if (req->thinking) message["reasoning_content"] = c.reasoning;
-    if (!c.tool_calls.empty()) {
-      json calls = c.tool_calls;
-      for (auto& call : calls) call.erase("index");
-      message["tool_calls"] = calls;
-    }
-    list.push_back({{"index", i},
-                    {"message", message},
-                    {"logprobs", logprobs ? json{{"content", c.logprobs}} : json()},
-                    {"finish_reason", FinishName(c)}});
-  }
-  json out = response.Final(std::move(list), usage);
-  if (req->params.prompt_logprobs) {
-    // vLLM's place for them in a chat response: top level, over the rendered prompt's tokens.
-    out["prompt_logprobs"] = prompt_logprobs.is_null() ? json::array({nullptr}) : prompt_logprobs;
-  }
-  co_await ex.SendJson(200, out);
+  ChatRenderer renderer(ctx, *req);
+  GenerationSession session(ctx, ex, style, renderer);
+  // A named input, not a braced temporary in the co_await expression: GCC 12 destroys such a
+  // temporary twice (a double free).
+  GenerationInput input{.prompt = *std::move(ids),
+                        .params = req->params,
+                        .constraint = req->constraint,
+                        .thinking = req->thinking,
+                        .stream = req->stream};
+  co_await session.Run(std::move(input));
 }
 
 }  // namespace deepinfer::server

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "server/chat_request.h"
+#include "server/generation_session.h"
 #include "server/route_common.h"
 #include "server/routes.h"
 
@@ -21,7 +22,6 @@ struct CompletionChoice {
   bool finished = false;
   engine::FinishReason finish = engine::FinishReason::kStop;
   Status error;
-  int64_t n_output = 0;
 };
 
 const char* FinishName(engine::FinishReason r) {
@@ -54,6 +54,79 @@ json LegacyLogprobs(const tokenizer::Tokenizer& tok, const std::vector<engine::S
   return l;
 }
 
+// text_completion: one chunk per event with new text, logprobs or the finish reason.
+class CompletionRenderer : public GenerationRenderer {
+ public:
+  CompletionRenderer(const ServerContext& ctx, const CompletionRequest& req)
+      : ctx_(ctx),
+        response_(ctx, "cmpl", "text_completion", "text_completion", req.include_usage),
+        logprobs_(req.params.logprobs),
+        prompt_logprobs_(req.params.prompt_logprobs.has_value()),
+        choices_(req.params.n) {}
+
+  void OnEvent(const GenEvent& e, std::string* stream) override {
+    CompletionChoice& c = choices_[e.index];
+    c.text += e.text;
+    json lp = logprobs_ ? LegacyLogprobs(*ctx_.tokenizer, e.samples, &c) : json();
+    if (e.finished) {
+      c.finished = true;
+      c.finish = *e.finished;
+      c.error = e.error;
+    }
+    if (!stream) return;
+    json fin = c.finished ? json(FinishName(c.finish)) : json();
+    if (e.text.empty() && e.samples.empty() && !c.finished) return;
+    json choice = {{"index", e.index}, {"text", e.text}, {"logprobs", lp}, {"finish_reason", fin}};
+    *stream += SseData(response_.Chunk(json::array({std::move(choice)})));
+  }
+
+  // A stream reported its errors as finish_reason "error"; a whole answer is the first sample's
+  // error.
+  std::optional<ApiError> Failure(bool streaming) const override {
+    if (streaming) return std::nullopt;
+    for (const CompletionChoice& c : choices_) {
+      if (c.finish == engine::FinishReason::kError) {
+        return ErrorFromStatus(Internal(c.error.message()));
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::string StreamEnd(const GenerationTotals& t) const override {
+    return response_.StreamEnd(OpenAiUsage(t.prompt_tokens, t.completion_tokens, t.cached_tokens));
+  }
+
+  json Body(const GenerationTotals& t) const override {
+    json list = json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      const CompletionChoice& c = choices_[i];
+      json lp;
+      if (logprobs_) {
+        lp = {{"tokens", c.tokens},
+              {"token_logprobs", c.token_logprobs},
+              {"top_logprobs", c.top},
+              {"text_offset", c.offsets}};
+      }
+      list.push_back({{"index", i},
+                      {"text", c.text},
+                      {"logprobs", lp},
+                      {"finish_reason", FinishName(c.finish)}});
+      if (prompt_logprobs_) {
+        // A one-token prompt has no scored position: [null].
+        list.back()["prompt_logprobs"] = PromptLogprobsJson(*ctx_.tokenizer, t.prompt_logprobs);
+      }
+    }
+    return response_.Final(std::move(list),
+                           OpenAiUsage(t.prompt_tokens, t.completion_tokens, t.cached_tokens));
+  }
+
+ private:
+  const ServerContext& ctx_;
+  const OpenAiResponse response_;
+  const bool logprobs_, prompt_logprobs_;
+  std::vector<CompletionChoice> choices_;
+};
+
 }  // namespace
 
 net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
@@ -63,112 +136,24 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
   StatusOr<CompletionRequest> req = ParseOpenAiCompletion(*body);
   if (!req.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(req.status()));
   if (auto e = CheckModel(ctx, req->model)) co_return co_await ex.SendError(style, *e);
-  GenerationSpec spec;
+  GenerationInput input;
   if (req->prompt_is_ids) {
     if (Status s = CheckPromptIds(ctx, req->prompt_ids); !s.ok()) {
       co_return co_await ex.SendError(style, ErrorFromStatus(s));
     }
-    spec.prompt = req->prompt_ids;
+    input.prompt = req->prompt_ids;
   } else {
     StatusOr<std::vector<int32_t>> ids = EncodePrompt(ctx, req->prompt_text, true);
     if (!ids.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(ids.status()));
-    spec.prompt = *std::move(ids);
+    input.prompt = *std::move(ids);
   }
-  const int64_t prompt_tokens = static_cast<int64_t>(spec.prompt.size());
-  spec.params = req->params;
-  spec.n = req->n;
-  if (Status s = AttachGrammar(ctx, req->constraint, false, &spec); !s.ok()) {
-    co_return co_await ex.SendError(style, ErrorFromStatus(s));
-  }
-  auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
-  if (Status s = StartGeneration(ctx, std::move(spec), channel); !s.ok()) {
-    co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
-  }
-  if (!req->stream) CancelOnClose(ctx, ex, channel);
+  input.params = req->params;
+  input.constraint = req->constraint;
+  input.stream = req->stream;
 
-  const OpenAiResponse response(ctx, "cmpl", "text_completion", "text_completion",
-                                req->include_usage);
-  const bool logprobs = req->params.logprobs;
-  std::vector<CompletionChoice> choices(req->n);
-  int n_finished = 0;
-  int64_t cached = 0;
-  json prompt_logprobs;  // params.prompt_logprobs: from the first event that carries them
-  bool streaming = false;
-  std::optional<std::chrono::steady_clock::time_point> first_token;
-  while (n_finished < req->n) {
-    std::vector<GenEvent> events = co_await channel->Next();
-    for (GenEvent& e : events) {
-      if (e.rejected) {
-        channel->Cancel();
-        co_return co_await SendFailure(ex, style, streaming, ErrorFromStatus(e.error));
-      }
-      if (!e.tokens.empty() && !first_token) first_token = std::chrono::steady_clock::now();
-      cached = std::max(cached, e.prefix_hit_tokens);
-      if (!e.prompt_logprobs.empty() && prompt_logprobs.is_null()) {
-        prompt_logprobs = PromptLogprobsJson(*ctx.tokenizer, e.prompt_logprobs);
-      }
-      CompletionChoice& c = choices[e.index];
-      c.text += e.text;
-      c.n_output = std::max(c.n_output, e.n_output);
-      json lp = logprobs ? LegacyLogprobs(*ctx.tokenizer, e.samples, &c) : json();
-      if (e.finished) {
-        c.finished = true;
-        c.finish = *e.finished;
-        c.error = e.error;
-        ++n_finished;
-      }
-      if (!req->stream) continue;
-      if (!streaming) {
-        streaming = true;
-        if (!co_await ex.StartStream()) {
-          CancelForDisconnect(ctx, *channel);
-          co_return;
-        }
-      }
-      json fin = c.finished ? json(FinishName(c.finish)) : json();
-      if (e.text.empty() && e.samples.empty() && !c.finished) continue;
-      json choice = {
-          {"index", e.index}, {"text", e.text}, {"logprobs", lp}, {"finish_reason", fin}};
-      std::string event = SseData(response.Chunk(json::array({std::move(choice)})));
-      if (!co_await ex.SendEvent(std::move(event))) {
-        CancelForDisconnect(ctx, *channel);
-        co_return;
-      }
-    }
-  }
-  ex.StopWatching();
-  int64_t completion_tokens = 0;
-  for (const auto& c : choices) completion_tokens += c.n_output;
-  RecordGeneration(ctx, ex.arrival(), first_token, prompt_tokens, completion_tokens);
-  const json usage = OpenAiUsage(prompt_tokens, completion_tokens, cached);
-  if (req->stream) {
-    co_await ex.SendEvent(response.StreamEnd(usage));
-    co_return co_await ex.EndStream();
-  }
-  json list = json::array();
-  for (size_t i = 0; i < choices.size(); ++i) {
-    const CompletionChoice& c = choices[i];
-    if (c.finish == engine::FinishReason::kError) {
-      co_return co_await ex.SendError(style, ErrorFromStatus(Internal(c.error.message())));
-    }
-    json lp;
-    if (logprobs) {
-      lp = {{"tokens", c.tokens},
-            {"token_logprobs", c.token_logprobs},
-            {"top_logprobs", c.top},
-            {"text_offset", c.offsets}};
-    }
-    list.push_back({{"index", i},
-                    {"text", c.text},
-                    {"logprobs", lp},
-                    {"finish_reason", FinishName(c.finish)}});
-    if (req->params.prompt_logprobs) {
-      // A one-token prompt has no scored position: [null].
-      list.back()["prompt_logprobs"] =
-          prompt_logprobs.is_null() ? json::array({nullptr}) : prompt_logprobs;
-    }
-  }
-  co_await ex.SendJson(200, response.Final(std::move(list), usage));
+  CompletionRenderer renderer(ctx, *req);
+  GenerationSession session(ctx, ex, style, renderer);
+  co_await session.Run(std::move(input));
 }
 
 }  // namespace deepinfer::server

@@ -89,27 +89,6 @@ nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tok,
   return out;
 }
 
-Status AttachGrammar(const ServerContext& ctx, const nlohmann::json& constraint, bool thinking,
-                     GenerationSpec* spec) {
-  if (constraint.is_null() || constraint.empty()) return Status::Ok();
-  if (!ctx.compile_grammar) return Unimplemented("structured outputs are not available");
-  DI_ASSIGN_OR_RETURN(spec->grammar, ctx.compile_grammar(constraint));
-  if (spec->grammar && thinking) {
-    if (!ctx.think_end_id) {
-      return Unimplemented(
-          "structured outputs in thinking mode need a tokenizer with a </think> token");
-    }
-    spec->grammar_start_token = ctx.think_end_id;
-  }
-  return Status::Ok();
-}
-
-Status StartGeneration(ServerContext& ctx, GenerationSpec spec,
-                       const std::shared_ptr<GenerationChannel>& channel) {
-  DI_RETURN_IF_ERROR(spec.params.Validate(ctx.vocab_size));
-  return SubmitGeneration(ctx.loop, *ctx.tokenizer, ctx.eos_id, std::move(spec), channel);
-}
-
 OpenAiResponse::OpenAiResponse(const ServerContext& ctx, const std::string& id_prefix,
                                std::string object, std::string chunk_object, bool include_usage)
     : id_(RandomId(id_prefix)),

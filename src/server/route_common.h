@@ -1,5 +1,6 @@
 // Pieces the generation routes share: model-name check, prompt encoding with the context check,
-// ids, logprob JSON, and the loop that waits for a generation's events.
+// ids, logprob JSON, the OpenAI envelope and usage, failures, disconnects and metrics (the
+// generation itself, from submission to the last byte, is generation_session.h).
 #pragma once
 
 #include <chrono>
@@ -40,17 +41,6 @@ nlohmann::json ChatLogprobEntry(const tokenizer::Tokenizer& tok, const engine::S
 // present when the token is among the alternatives), decoded_token}].
 nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tok,
                                   const std::vector<engine::SampleResult>& prompt_logprobs);
-
-// Compiles `constraint` (ChatRequest::constraint) into spec->grammar; in thinking mode the
-// constraint starts after </think>. Errors (400): an invalid schema / regex / grammar, no
-// grammar support, thinking mode with a tokenizer that has no </think> token.
-Status AttachGrammar(const ServerContext& ctx, const nlohmann::json& constraint, bool thinking,
-                     GenerationSpec* spec);
-
-// Validates the sampling parameters against the vocabulary and submits the generation; its
-// events then arrive on `channel`. Errors: InvalidArgument (400), ResourceExhausted (429).
-Status StartGeneration(ServerContext& ctx, GenerationSpec spec,
-                       const std::shared_ptr<GenerationChannel>& channel);
 
 // {"Retry-After": "1"} for 429 answers.
 inline Exchange::Headers RetryAfter() { return {{"Retry-After", "1"}}; }

@@ -3,15 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 
+#include "api/structured_outputs.h"
 #include "server/engine_loop.h"
 #include "server/metrics.h"
-#include "structured/compiled_grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::server {
@@ -25,12 +21,10 @@ struct ServerContext {
   int64_t vocab_size = 0;
   int32_t eos_id = 1;
   int64_t created = 0;  // unix time of the start
-  // Compiles the structured-output fields of a request ({"response_format"} | {"regex"} |
-  // {"grammar"}) over the model's vocabulary; empty = no grammar support.
-  std::function<StatusOr<std::shared_ptr<const structured::CompiledGrammar>>(
-      const nlohmann::json& constraint)>
-      compile_grammar;
-  std::optional<int32_t> think_end_id;  // the </think> token, when the tokenizer has one
+  // Compiles the structured-output fields of a request (ChatRequest::constraint) over the
+  // model's vocabulary; null = no grammar support (such requests get 400). Used on the I/O
+  // thread only.
+  api::StructuredOutputs* structured = nullptr;
 };
 
 }  // namespace deepinfer::server

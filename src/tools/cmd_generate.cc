@@ -13,10 +13,12 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "api/request_text.h"
 #include "tools/cli.h"
 #include "tools/engine_setup.h"
 #include "tools/generate_batch.h"
@@ -71,19 +73,19 @@ Status GenerateOne(const GenerateArgs& a) {
   r.params.temperature = static_cast<float>(a.temperature);
   r.params.seed = a.seed;
   r.params.ignore_eos = a.ignore_eos;
-  auto text = std::make_shared<TextStream>();
-  DI_RETURN_IF_ERROR(AttachTextStream(e.tokenizer.get(), &r, text));
+  // Null without a tokenizer: the ids are printed instead.
+  DI_ASSIGN_OR_RETURN(std::shared_ptr<api::RequestText> text,
+                      api::RequestText::Attach(e.tokenizer.get(), true, &r));
   const size_t prompt_len = r.prompt.size();
-  size_t printed = 0;
   int64_t n_out = 0;
   std::chrono::steady_clock::time_point t_first;
   Status error;
   r.on_output = [&](const engine::RequestOutput& o) {
     if (n_out == 0 && !o.new_tokens.empty()) t_first = std::chrono::steady_clock::now();
     n_out = o.n_output;
-    if (text->detok) {
-      std::fputs(text->text.c_str() + printed, stdout);
-      printed = text->text.size();
+    if (text) {
+      if (o.finished) text->sample(0).Finish();
+      std::fputs(text->sample(0).Take().c_str(), stdout);
     } else {
       for (int32_t t : o.new_tokens) std::printf("%d ", t);
     }
@@ -94,7 +96,6 @@ Status GenerateOne(const GenerateArgs& a) {
   DI_RETURN_IF_ERROR(e.engine->Add(std::move(r)).status());
   DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
   const auto t1 = std::chrono::steady_clock::now();
-  if (text->detok && !text->stop_string_hit) std::fputs(text->detok->Finish().c_str(), stdout);
   std::printf("\n");
   DI_RETURN_IF_ERROR(error);
   const double prefill_s = std::chrono::duration<double>(t_first - t0).count();

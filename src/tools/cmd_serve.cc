@@ -14,7 +14,6 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/server_context.h"
-#include "tokenizer/chat/chat_tokens.h"
 #include "tools/cli.h"
 #include "tools/engine_setup.h"
 
@@ -80,15 +79,7 @@ Status RunServe(ServeArgs& a) {
   ctx.vocab_size = e.runner->vocab_size();
   ctx.eos_id = e.runner->eos_token_id();
   ctx.created = static_cast<int64_t>(std::time(nullptr));
-  if (e.structured) {
-    StructuredOutputs* so = e.structured.get();
-    ctx.compile_grammar = [so](const nlohmann::json& constraint) {
-      return so->FromRequest(constraint);
-    };
-  }
-  if (auto id = e.tokenizer->AddedTokenId(tokenizer::kThinkEndText); id.ok()) {
-    ctx.think_end_id = *id;
-  }
+  ctx.structured = e.structured.get();  // null: requests with structured outputs get 400
   const bool auth = !a.server.api_key.empty();
   a.server.on_listening = [&](const std::string& host, uint16_t port) {
     const std::string url = "http://" + host + ":" + std::to_string(port);

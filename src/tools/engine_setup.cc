@@ -3,7 +3,6 @@
 #include <cctype>
 #include <filesystem>
 
-#include "tokenizer/chat/chat_tokens.h"
 #include "tokenizer/engram_token_map.h"
 
 namespace deepinfer::tools {
@@ -96,43 +95,9 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   DI_ASSIGN_OR_RETURN(e.engine, engine::Engine::Create(e.runner.get(), eo, &e.model->pool()));
   if (e.tokenizer) {
     DI_ASSIGN_OR_RETURN(e.structured,
-                        StructuredOutputs::Create(*e.tokenizer, e.model->config().vocab_size));
+                        api::StructuredOutputs::Create(*e.tokenizer, e.model->config().vocab_size));
   }
   return e;
-}
-
-Status AttachGrammar(const LoadedEngine& e, const nlohmann::json& body, bool thinking,
-                     engine::Request* request) {
-  const bool any = (body.contains("response_format") && !body["response_format"].is_null()) ||
-                   body.contains("regex") || body.contains("grammar");
-  if (!any) return Status::Ok();
-  if (!e.structured) return InvalidArgument("structured outputs need the model's tokenizer");
-  DI_ASSIGN_OR_RETURN(request->grammar, e.structured->FromRequest(body));
-  if (request->grammar && thinking) {
-    DI_ASSIGN_OR_RETURN(request->grammar_start_token,
-                        e.tokenizer->AddedTokenId(tokenizer::kThinkEndText));
-  }
-  return Status::Ok();
-}
-
-Status AttachTextStream(const tokenizer::Tokenizer* tok, engine::Request* request,
-                        const std::shared_ptr<TextStream>& stream) {
-  if (!tok) {
-    if (!request->params.stop.empty()) {
-      return InvalidArgument("stop strings need a tokenizer (the model folder has none)");
-    }
-    return Status::Ok();
-  }
-  DI_ASSIGN_OR_RETURN(auto d, tokenizer::StreamingDetokenizer::Create(*tok, request->params.stop));
-  stream->detok.emplace(std::move(d));
-  // Called once per appended token with the output so far: feed the newest token.
-  request->stop_check = [stream](std::span<const int32_t> output) {
-    auto piece = stream->detok->Push(output.back());
-    if (piece.ok()) stream->text += *piece;
-    stream->stop_string_hit = stream->detok->stopped();
-    return stream->stop_string_hit;
-  };
-  return Status::Ok();
 }
 
 }  // namespace deepinfer::tools

@@ -1,19 +1,18 @@
-// What the commands that run the engine share (generate, later serve and bench): loading a model
-// folder with its tokenizer, the engine flags, and turning a request into text as it streams.
+// What the commands that run the engine share (generate, serve and bench/engine_bench): the
+// engine flags and loading a model folder with its tokenizer. A request's grammar and text go
+// through the api layer (api/structured_outputs.h, api/request_text.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/structured_outputs.h"
 #include "engine/deepseek_runner.h"
 #include "engine/engine.h"
 #include "model/deepseek_v41/model.h"
-#include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "tools/structured_request.h"
 
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's own namespace
 class App;
@@ -54,27 +53,10 @@ struct LoadedEngine {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<engine::DeepSeekRunner> runner;
   std::unique_ptr<engine::Engine> engine;
-  std::unique_ptr<StructuredOutputs> structured;  // with a tokenizer only
+  std::unique_ptr<api::StructuredOutputs> structured;  // with a tokenizer only
 };
 
 StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::string& tokenizer_dir,
                                   const EngineFlags& flags);
-
-// The text side of one request: stop strings through a streaming detokenizer, the text so far.
-struct TextStream {
-  std::optional<tokenizer::StreamingDetokenizer> detok;
-  std::string text;
-  bool stop_string_hit = false;
-};
-
-// Sets request->grammar from the structured-output fields of `body` (structured_request.h);
-// `thinking`: the constraint starts after `</think>`.
-Status AttachGrammar(const LoadedEngine& e, const nlohmann::json& body, bool thinking,
-                     engine::Request* request);
-
-// Wires `stream` into `request` (stop strings, text accumulation); with no tokenizer, stop
-// strings are an error.
-Status AttachTextStream(const tokenizer::Tokenizer* tok, engine::Request* request,
-                        const std::shared_ptr<TextStream>& stream);
 
 }  // namespace deepinfer::tools

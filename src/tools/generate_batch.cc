@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/check.h"
+#include "api/request_text.h"
+#include "api/sampling_params_json.h"
+#include "api/structured_outputs.h"
 #include "tools/json_lines.h"
 
 namespace deepinfer::tools {
@@ -48,11 +50,23 @@ const std::set<std::string>& KnownFields() {
   return known;
 }
 
+// The structured-output fields of a line (response_format, regex, grammar; null ones left out),
+// as api::AttachGrammar reads them.
+nlohmann::json ConstraintFields(const ordered_json& line) {
+  nlohmann::json fields = nlohmann::json::object();
+  for (const char* key : {"response_format", "regex", "grammar"}) {
+    if (line.contains(key) && !line[key].is_null()) {
+      fields[key] = nlohmann::json::parse(line[key].dump());
+    }
+  }
+  return fields;
+}
+
 // One sample's output as it arrives.
 struct SampleState {
   std::vector<int32_t> ids;
   std::vector<engine::SampleResult> samples;
-  std::shared_ptr<TextStream> text = std::make_shared<TextStream>();
+  std::string text;  // with a tokenizer only (Job::text)
   std::optional<engine::FinishReason> finish;
   Status error;
 };
@@ -60,7 +74,8 @@ struct SampleState {
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann's json members are not noexcept-movable
 struct Job {
   ordered_json result;  // the output line: fields set when the request is refused or done
-  std::vector<SampleState> samples;  // params.n of them
+  std::vector<SampleState> samples;        // params.n of them
+  std::shared_ptr<api::RequestText> text;  // null without a tokenizer
   std::vector<engine::SampleResult> prompt_logprobs;
   uint64_t seed = 0;
   int64_t cached_tokens = 0;
@@ -78,7 +93,7 @@ StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& li
     if (!KnownFields().count(key)) return InvalidArgument("unknown field \"" + key + "\"");
   }
   engine::Request r;
-  DI_ASSIGN_OR_RETURN(r.params, engine::SamplingParamsFromJson(nlohmann::json::parse(line)));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(nlohmann::json::parse(line)));
   if (j.contains("priority")) {
     if (!j["priority"].is_number_integer()) return InvalidArgument("priority must be an integer");
     r.priority = j["priority"].get<int>();
@@ -101,15 +116,10 @@ StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& li
     if (!j["thinking"].is_boolean()) return InvalidArgument("thinking must be a boolean");
     thinking = j["thinking"].get<bool>();
   }
-  DI_RETURN_IF_ERROR(AttachGrammar(e, nlohmann::json::parse(line), thinking, &r));
+  DI_RETURN_IF_ERROR(api::AttachGrammar(e.structured.get(), ConstraintFields(j), thinking, &r));
   job->samples.resize(static_cast<size_t>(r.params.n));
-  DI_RETURN_IF_ERROR(AttachTextStream(e.tokenizer.get(), &r, job->samples[0].text));
-  // Every further sample gets its own text stream (stop strings are checked per sample).
-  const tokenizer::Tokenizer* tok = e.tokenizer.get();
-  r.prepare_sample = [job, tok](engine::Request* sample) {
-    const Status s = AttachTextStream(tok, sample, job->samples[sample->sample_index].text);
-    CHECK(s.ok()) << s.ToString();  // the same stop strings already passed for sample 0
-  };
+  // Every sample gets its own text (stop strings are checked per sample).
+  DI_ASSIGN_OR_RETURN(job->text, api::RequestText::Attach(e.tokenizer.get(), true, &r));
   return r;
 }
 
@@ -123,10 +133,10 @@ ordered_json SampleJson(const engine::SampleResult& s) {
   return o;
 }
 
-ordered_json SampleLine(const SampleState& s, bool logprobs) {
+ordered_json SampleLine(const SampleState& s, bool logprobs, bool has_text) {
   ordered_json o;
   o["ids"] = s.ids;
-  if (s.text->detok) o["text"] = s.text->text;
+  if (has_text) o["text"] = s.text;
   o["finish_reason"] = engine::FinishReasonName(*s.finish);
   if (logprobs) {
     ordered_json lp = ordered_json::array();
@@ -146,11 +156,12 @@ void FinishLine(Job* job, const engine::SamplingParams& params, int64_t prompt_l
     }
   }
   if (job->samples.size() == 1) {
-    const ordered_json one = SampleLine(job->samples[0], params.logprobs);
+    const ordered_json one = SampleLine(job->samples[0], params.logprobs, job->text != nullptr);
     for (const auto& [k, v] : one.items()) job->result[k] = v;
   } else {
     ordered_json all = ordered_json::array();
-    for (const SampleState& s : job->samples) all.push_back(SampleLine(s, params.logprobs));
+    for (const SampleState& s : job->samples)
+      all.push_back(SampleLine(s, params.logprobs, job->text != nullptr));
     job->result["samples"] = all;
   }
   job->result["seed"] = job->seed;
@@ -186,12 +197,16 @@ Status RunBatch(LoadedEngine& e, std::istream& in, std::ostream& out) {
     r->on_output = [raw, params, prompt_len](const engine::RequestOutput& o) {
       SampleState& s = raw->samples[static_cast<size_t>(o.sample_index)];
       s.ids.insert(s.ids.end(), o.new_tokens.begin(), o.new_tokens.end());
+      if (raw->text) {
+        api::SampleText& text = raw->text->sample(o.sample_index);
+        if (o.finished) text.Finish();
+        s.text += text.Take();
+      }
       if (params.logprobs) s.samples.insert(s.samples.end(), o.samples.begin(), o.samples.end());
       if (!o.prompt_logprobs.empty()) raw->prompt_logprobs = o.prompt_logprobs;
       if (!o.finished) return;
       s.finish = o.finished;
       s.error = o.error;
-      if (s.text->detok && !s.text->stop_string_hit) s.text->text += s.text->detok->Finish();
       raw->seed = o.seed;
       raw->cached_tokens = std::max(raw->cached_tokens, o.prefix_hit_tokens);
       for (const SampleState& other : raw->samples) {

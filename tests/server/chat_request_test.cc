@@ -36,7 +36,7 @@ TEST(OpenAiChatTest, PlainChatRendersTheFixturePrompt) {
   EXPECT_EQ(r->model, "m");
   EXPECT_FALSE(r->thinking);
   EXPECT_FALSE(r->stream);
-  EXPECT_EQ(r->n, 1);
+  EXPECT_EQ(r->params.n, 1);
   EXPECT_FALSE(r->params.max_tokens.has_value());
   auto prompt = RenderChatPrompt(*r);
   ASSERT_TRUE(prompt.ok()) << prompt.status().message();
@@ -80,8 +80,7 @@ TEST(OpenAiChatTest, SamplingFieldsNAndUsage) {
           "top_logprobs":2,"stream":true,"stream_options":{"include_usage":true}})"));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->params.max_tokens, 7);  // max_completion_tokens wins
-  EXPECT_EQ(r->n, 3);
-  EXPECT_EQ(r->params.n, 1);  // each sample is its own engine request
+  EXPECT_EQ(r->params.n, 3);           // one engine request with n samples
   EXPECT_EQ(r->params.seed, 42u);
   EXPECT_FLOAT_EQ(r->params.temperature, 0.5f);
   EXPECT_FLOAT_EQ(r->params.top_p, 0.9f);

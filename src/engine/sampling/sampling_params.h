@@ -1,5 +1,5 @@
-// SamplingParams: what a request asks of the sampler and of the stop logic, with validation and
-// the OpenAI-style JSON mapping.
+// SamplingParams: what a request asks of the sampler and of the stop logic, with validation
+// (Engine::Add runs it; the JSON mapping of the API fields is api/sampling_params_json.h).
 #pragma once
 
 #include <cstdint>
@@ -7,8 +7,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 
@@ -53,15 +51,5 @@ struct SamplingParams {
   // [0, vocab); vocab <= 0 skips those checks (the model is not known yet).
   Status Validate(int64_t vocab) const;
 };
-
-// Reads the OpenAI field names (max_tokens, temperature, top_p, top_k, min_p, seed, n, stop,
-// stop_token_ids, ignore_eos, min_tokens, presence_penalty, frequency_penalty,
-// repetition_penalty, logit_bias, logprobs, top_logprobs, prompt_logprobs) from a JSON object and
-// validates them (without a vocabulary). A null field counts as absent; unknown fields are
-// ignored (the caller decides about them). Accepted spellings beyond the plain ones:
-//   stop: a string or a list of strings;  top_k: -1 also means off (vLLM);
-//   logprobs: a bool (chat API) or an integer k (completions API: logprobs on, top_logprobs = k);
-//   seed: any 64-bit integer (negative ones are taken modulo 2^64).
-StatusOr<SamplingParams> SamplingParamsFromJson(const nlohmann::json& body);
 
 }  // namespace deepinfer::engine

@@ -1,11 +1,12 @@
-#include "tools/structured_request.h"
+#include "api/structured_outputs.h"
 
 #include <string>
 
 #include "structured/tool_call_grammar.h"
 #include "structured/vocabulary.h"
+#include "tokenizer/chat/chat_tokens.h"
 
-namespace deepinfer::tools {
+namespace deepinfer::api {
 
 StatusOr<std::unique_ptr<StructuredOutputs>> StructuredOutputs::Create(
     const tokenizer::Tokenizer& tok, int64_t model_vocab) {
@@ -13,6 +14,7 @@ StatusOr<std::unique_ptr<StructuredOutputs>> StructuredOutputs::Create(
       auto vocab, structured::Vocabulary::FromTokenizer(tok, static_cast<int32_t>(model_vocab)));
   auto s = std::unique_ptr<StructuredOutputs>(new StructuredOutputs());
   s->compiler_ = std::make_unique<structured::GrammarCompiler>(std::move(vocab));
+  if (auto id = tok.AddedTokenId(tokenizer::kThinkEndText); id.ok()) s->think_end_id_ = *id;
   return s;
 }
 
@@ -79,4 +81,19 @@ StatusOr<std::shared_ptr<const structured::CompiledGrammar>> StructuredOutputs::
                          type + "\"");
 }
 
-}  // namespace deepinfer::tools
+Status AttachGrammar(StructuredOutputs* outputs, const nlohmann::json& constraint, bool thinking,
+                     engine::Request* request) {
+  if (constraint.is_null() || constraint.empty()) return Status::Ok();
+  if (!outputs) return Unimplemented("structured outputs are not available");
+  DI_ASSIGN_OR_RETURN(request->grammar, outputs->FromRequest(constraint));
+  if (request->grammar && thinking) {
+    if (!outputs->think_end_id()) {
+      return Unimplemented(
+          "structured outputs in thinking mode need a tokenizer with a </think> token");
+    }
+    request->grammar_start_token = outputs->think_end_id();
+  }
+  return Status::Ok();
+}
+
+}  // namespace deepinfer::api

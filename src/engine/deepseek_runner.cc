@@ -68,7 +68,7 @@ Status DeepSeekRunner::AdoptPrefix(RunnerSequence* seq, std::span<const int32_t>
         "prefix reuse with decoder-side replay: the pages' window tails are incomplete");
   }
   model::SequenceState& st = static_cast<DeepSeekSequence*>(seq)->state();
-  st.pages.assign(pages.begin(), pages.end());
+  st.pages = pages;
   DI_RETURN_IF_ERROR(model_->AdoptPrefix(&st, tokens));
   if (drafts_) DI_RETURN_IF_ERROR(model::RestoreDSparkFromTails(&st));
   return Status::Ok();
@@ -96,7 +96,7 @@ Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<
   for (const RunnerInput& in : inputs) {
     auto* seq = static_cast<DeepSeekSequence*>(in.seq);
     model::SequenceState& st = seq->state();
-    st.pages.assign(in.pages.begin(), in.pages.end());
+    st.pages = in.pages;
     const int64_t n = static_cast<int64_t>(in.tokens.size());
     const int64_t rows = std::clamp<int64_t>(in.logits_rows, 1, std::max<int64_t>(n, 1));
     fin.push_back({&st, in.tokens, in.want_logits, rows, in.prefill_end});

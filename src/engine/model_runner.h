@@ -33,7 +33,10 @@ class RunnerSequence {
 struct RunnerInput {
   RunnerSequence* seq = nullptr;
   std::span<const int32_t> tokens;  // continue the sequence at seq->length()
-  std::span<const int32_t> pages;   // its whole page table after this call's reservation
+  // Its whole page table after this call's reservation. The runner keeps this view (no copy)
+  // and reads it during this call and the speculation calls that follow it in the same step
+  // (EndSpeculation, Draft); the engine does not change the table in between.
+  std::span<const int32_t> pages;
   bool want_logits = true;          // false: the row of logits may be left unspecified
   // Speculative decoding (engine/spec/): rows of logits this input returns, its last
   // `logits_rows` (a verify input: the last accepted token and its drafts, all of them).

@@ -168,12 +168,15 @@ TEST(SamplingSampler, TokenHistoryRollback) {
   TokenHistory h = History();
   EXPECT_EQ(h.GeneratedCount(1), 3);
   EXPECT_EQ(h.GeneratedCount(6), 1);
-  h.Rollback(2);  // drops 2 and 6 (6 stays seen through the prompt)
+  const int32_t last_two[] = {2, 6};
+  h.Rollback(last_two);  // 6 stays seen through the prompt
   EXPECT_EQ(h.n_generated(), 4);
   EXPECT_EQ(h.GeneratedCount(6), 0);
   EXPECT_TRUE(h.Seen(6));
   EXPECT_FALSE(h.Seen(2));
-  h.Rollback(4);
+  const int32_t first_four[] = {1, 1, 1, 11};
+  h.Rollback(first_four);
+  EXPECT_EQ(h.n_generated(), 0);
   EXPECT_FALSE(h.Seen(1));
   EXPECT_TRUE(h.Seen(0));
   EXPECT_TRUE(h.generated_counts().empty());

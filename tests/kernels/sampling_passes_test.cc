@@ -40,8 +40,8 @@ TEST(SamplingKernels, Avx512MatchesScalarBitForBit) {
     std::mt19937 rng(1);
     for (auto& b : bits) b = rng();
     std::vector<float> a(n), b(n);
-    s.masked_copy(x.data(), bits.data(), n, a.data());
-    v.masked_copy(x.data(), bits.data(), n, b.data());
+    s.masked_copy({x.data(), bits.data(), n, a.data()});
+    v.masked_copy({x.data(), bits.data(), n, b.data()});
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << n << " " << i;
     for (int64_t i = 0; i < n; ++i) {
@@ -52,8 +52,8 @@ TEST(SamplingKernels, Avx512MatchesScalarBitForBit) {
     EXPECT_FALSE(ma.non_finite || mb.non_finite);
     EXPECT_EQ(s.first_index_of(a.data(), n, ma.max), v.first_index_of(a.data(), n, ma.max));
     ExpScanStats sa, sb;
-    s.exp_scan(a.data(), n, ma.max, 1.3f, &sa);
-    v.exp_scan(b.data(), n, mb.max, 1.3f, &sb);
+    s.exp_scan({a.data(), n, ma.max, 1.3f, &sa});
+    v.exp_scan({b.data(), n, mb.max, 1.3f, &sb});
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << n << " " << i;
     EXPECT_EQ(std::bit_cast<uint32_t>(sa.sum), std::bit_cast<uint32_t>(sb.sum));
@@ -64,8 +64,8 @@ TEST(SamplingKernels, Avx512MatchesScalarBitForBit) {
     }
     std::vector<float> va(n + 16), vb(n + 16);
     std::vector<int32_t> ia(n + 16), ib(n + 16);
-    const int64_t ca = s.compact_at_least(a.data(), n, 0x1p-8f, va.data(), ia.data());
-    const int64_t cb = v.compact_at_least(a.data(), n, 0x1p-8f, vb.data(), ib.data());
+    const int64_t ca = s.compact_at_least({a.data(), n, 0x1p-8f, va.data(), ia.data()});
+    const int64_t cb = v.compact_at_least({a.data(), n, 0x1p-8f, vb.data(), ib.data()});
     ASSERT_EQ(ca, cb);
     for (int64_t i = 0; i < ca; ++i) ASSERT_TRUE(va[i] == vb[i] && ia[i] == ib[i]);
   }
@@ -83,7 +83,7 @@ TEST(SamplingKernels, ExpScanMatchesReference) {
     EXPECT_EQ(k.scan_max(x.data(), n).max, max);
     std::vector<float> e = x;
     ExpScanStats stats;
-    k.exp_scan(e.data(), n, max, 0.5f, &stats);
+    k.exp_scan({e.data(), n, max, 0.5f, &stats});
     double sum = 0, mass[kExpLevels] = {};
     int64_t count[kExpLevels] = {};
     for (int64_t i = 0; i < n; ++i) {
@@ -105,7 +105,7 @@ TEST(SamplingKernels, ExpScanMatchesReference) {
     EXPECT_EQ(k.first_index_of(x.data(), n, 12345.0f), n);
     std::vector<float> vals(n + 16);
     std::vector<int32_t> ids(n + 16);
-    const int64_t m = k.compact_at_least(e.data(), n, 0x1p-12f, vals.data(), ids.data());
+    const int64_t m = k.compact_at_least({e.data(), n, 0x1p-12f, vals.data(), ids.data()});
     EXPECT_EQ(m, count[2]);
     for (int64_t i = 0; i < m; ++i) {
       EXPECT_EQ(vals[i], e[ids[i]]);

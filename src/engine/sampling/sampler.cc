@@ -64,10 +64,9 @@ Status BadId(const char* what, int64_t id, int64_t vocab) {
 Status ProcessLogits(const float* logits, int64_t vocab, const SamplingParams& params,
                      const TokenHistory& history, const uint32_t* allowed_bits,
                      std::span<const int32_t> suppressed, float* x) {
-  Kernels().masked_copy(logits, allowed_bits, vocab, x);
+  Kernels().masked_copy({logits, allowed_bits, vocab, x});
   for (const auto& [id, bias] : params.logit_bias) {
-    if (id < 0 || id >= vocab) return BadId("logit_bias", id, vocab);
-    x[id] += bias;
+    x[id] += bias;  // in range: Validate(vocab) checked the ids
   }
   if (params.repetition_penalty != 1.0f) {
     const float r = params.repetition_penalty;
@@ -132,7 +131,7 @@ void FillTop(const float* e, const int32_t* ids, int64_t n, int n_top, double lo
 void LogSoftmaxTop(float* x, int64_t vocab, float max, int32_t token, int n_top, Scratch& s,
                    SampleResult* out) {
   ExpScanStats stats;
-  Kernels().exp_scan(x, vocab, max, 1.0f, &stats);
+  Kernels().exp_scan({x, vocab, max, 1.0f, &stats});
   const double log_z = std::log(static_cast<double>(stats.sum));
   out->token = token;
   out->logprob = static_cast<float>(std::log(static_cast<double>(x[token])) - log_z);
@@ -141,7 +140,7 @@ void LogSoftmaxTop(float* x, int64_t vocab, float max, int32_t token, int n_top,
   const float threshold =
       LevelValue(PickLevel([&](int j) { return stats.level_count[j] >= n_top; }));
   const int64_t n =
-      Kernels().compact_at_least(x, vocab, threshold, s.cand_e.data(), s.cand_id.data());
+      Kernels().compact_at_least({x, vocab, threshold, s.cand_e.data(), s.cand_id.data()});
   FillTop(s.cand_e.data(), s.cand_id.data(), n, n_top, log_z, s.select.data(), out);
 }
 
@@ -152,7 +151,7 @@ void SampleTruncated(float* x, int64_t vocab, float max, const SamplingParams& p
   const bool top_p_on = params.top_p < 1.0f;
   const bool min_p_on = params.min_p > 0.0f;
   ExpScanStats stats;
-  Kernels().exp_scan(x, vocab, max, 1.0f / params.temperature, &stats);
+  Kernels().exp_scan({x, vocab, max, 1.0f / params.temperature, &stats});
 
   // Candidates: every e >= a threshold that cannot exceed the final keep threshold.
   const int level = PickLevel([&](int j) {
@@ -163,9 +162,10 @@ void SampleTruncated(float* x, int64_t vocab, float max, const SamplingParams& p
   float* cand_e = s.cand_e.data();
   int32_t* cand_id = s.cand_id.data();
   // (min_p alone needs no candidates: its threshold is known.)
-  const int64_t n_cand = top_k_on || top_p_on ? Kernels().compact_at_least(
-                                                    x, vocab, LevelValue(level), cand_e, cand_id)
-                                              : 0;
+  const int64_t n_cand =
+      top_k_on || top_p_on
+          ? Kernels().compact_at_least({x, vocab, LevelValue(level), cand_e, cand_id})
+          : 0;
 
   float keep = 0.0f;  // keep e >= keep (and e > 0)
   if (top_k_on && n_cand >= params.top_k) {
@@ -199,7 +199,7 @@ void SampleTruncated(float* x, int64_t vocab, float max, const SamplingParams& p
   // subnormal), and the mass of each block of kBlock kept tokens. The inverse CDF walks the
   // blocks, then the tokens of the chosen block: O(n / kBlock + kBlock) sequential adds.
   const int64_t n_kept = Kernels().compact_at_least(
-      x, vocab, std::max(keep, std::numeric_limits<float>::denorm_min()), cand_e, cand_id);
+      {x, vocab, std::max(keep, std::numeric_limits<float>::denorm_min()), cand_e, cand_id});
   CHECK(n_kept > 0) << "the most likely token (e = 1) is always kept";
   const int64_t n_blocks = (n_kept + kBlock - 1) / kBlock;
   double* block_mass = s.block_mass.data();
@@ -240,12 +240,11 @@ void SampleTruncated(float* x, int64_t vocab, float max, const SamplingParams& p
   }
 }
 
-}  // namespace
-
-Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& params,
-                 const TokenHistory& history, uint64_t seed, int64_t sample_index, int64_t position,
-                 const uint32_t* allowed_bits, std::span<const int32_t> suppressed,
-                 SampleResult* out) {
+// SampleOne once `params` has passed Validate(vocab).
+Status SampleValidated(const float* logits, int64_t vocab, const SamplingParams& params,
+                       const TokenHistory& history, uint64_t seed, int64_t sample_index,
+                       int64_t position, const uint32_t* allowed_bits,
+                       std::span<const int32_t> suppressed, SampleResult* out) {
   if (vocab <= 0 || vocab > std::numeric_limits<int32_t>::max()) {
     return InvalidArgument("vocabulary size " + std::to_string(vocab) + " out of range");
   }
@@ -254,7 +253,6 @@ Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& param
                            " must be in [0, 2^32)" + " and position " + std::to_string(position) +
                            " >= 0");
   }
-  DI_RETURN_IF_ERROR(params.Validate(vocab));  // cheap (no allocation unless it fails)
   Scratch& s = ThreadScratch(vocab);
   float* x = s.x.data();
   DI_RETURN_IF_ERROR(ProcessLogits(logits, vocab, params, history, allowed_bits, suppressed, x));
@@ -280,18 +278,32 @@ Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& param
   return Status::Ok();
 }
 
+}  // namespace
+
+Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& params,
+                 const TokenHistory& history, uint64_t seed, int64_t sample_index, int64_t position,
+                 const uint32_t* allowed_bits, std::span<const int32_t> suppressed,
+                 SampleResult* out) {
+  if (vocab > 0) DI_RETURN_IF_ERROR(params.Validate(vocab));
+  return SampleValidated(logits, vocab, params, history, seed, sample_index, position,
+                         allowed_bits, suppressed, out);
+}
+
+Status SampleValidatedRow(const SampleRow& row, int64_t vocab, SampleResult* out) {
+  static const TokenHistory kEmpty;
+  return SampleValidated(row.logits, vocab, *row.params,
+                         row.history != nullptr ? *row.history : kEmpty, row.seed,
+                         row.sample_index, row.position, row.allowed_bits, row.suppressed, out);
+}
+
 std::vector<Status> SampleBatch(std::span<const SampleRow> rows, int64_t vocab,
                                 std::span<SampleResult> out, ThreadPool* pool) {
   CHECK_EQ(rows.size(), out.size()) << "SampleBatch: one result per row";
-  const TokenHistory empty;
   std::vector<Status> status(rows.size());
   ThreadPool& threads = pool != nullptr ? *pool : ThreadPool::Default();
   threads.ParallelFor(static_cast<int64_t>(rows.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const SampleRow& row = rows[r];
-      status[r] = SampleOne(
-          row.logits, vocab, *row.params, row.history != nullptr ? *row.history : empty, row.seed,
-          row.sample_index, row.position, row.allowed_bits, row.suppressed, &out[r]);
+      status[r] = SampleValidatedRow(rows[r], vocab, &out[r]);
     }
   });
   return status;
@@ -317,7 +329,7 @@ Status ComputePromptLogprobs(const float* logits, int64_t n_rows, int64_t row_st
     Scratch& s = ThreadScratch(vocab);
     for (int64_t r = begin; r < end; ++r) {
       float* x = s.x.data();
-      Kernels().masked_copy(logits + r * row_stride, nullptr, vocab, x);
+      Kernels().masked_copy({logits + r * row_stride, nullptr, vocab, x});
       const MaxScanResult max = Kernels().scan_max(x, vocab);
       if (max.non_finite || max.max == kNegInf) {
         status[r] = Internal("prompt logits of row " + std::to_string(r) +

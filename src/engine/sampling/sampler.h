@@ -73,9 +73,13 @@ struct SampleRow {
   std::span<const int32_t> suppressed;
 };
 
-// SampleOne for every row, rows spread over `pool` (ThreadPool::Default() when nullptr).
-// out.size() must equal rows.size(). Returns each row's status: a failed row (its out entry
-// unspecified) fails that row alone; every other row's result is what SampleOne gives it.
+// SampleOne for one row whose params already passed Validate(vocab) (the engine's rows: a
+// request is validated once, at Engine::Add).
+Status SampleValidatedRow(const SampleRow& row, int64_t vocab, SampleResult* out);
+
+// SampleValidatedRow for every row (params validated), rows spread over `pool`
+// (ThreadPool::Default() when nullptr). out.size() must equal rows.size(). Returns each row's
+// status: a failed row (its out entry unspecified) fails that row alone.
 std::vector<Status> SampleBatch(std::span<const SampleRow> rows, int64_t vocab,
                                 std::span<SampleResult> out, ThreadPool* pool = nullptr);
 

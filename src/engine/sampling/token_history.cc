@@ -14,24 +14,24 @@ void Decrement(std::unordered_map<int32_t, int32_t>* counts, int32_t token) {
 }  // namespace
 
 void TokenHistory::AddPrompt(std::span<const int32_t> tokens) {
-  CHECK(generated_.empty()) << "prompt tokens after generated ones";
+  CHECK_EQ(n_generated_, 0) << "prompt tokens after generated ones";
   for (int32_t t : tokens) ++seen_counts_[t];
 }
 
 void TokenHistory::Append(int32_t token) {
-  generated_.push_back(token);
+  ++n_generated_;
   ++generated_counts_[token];
   ++seen_counts_[token];
 }
 
-void TokenHistory::Rollback(int64_t n) {
-  CHECK(n >= 0 && n <= n_generated()) << "rollback of " << n << " of " << n_generated();
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t token = generated_.back();
-    generated_.pop_back();
+void TokenHistory::Rollback(std::span<const int32_t> dropped) {
+  const auto n = static_cast<int64_t>(dropped.size());
+  CHECK(n <= n_generated_) << "rollback of " << n << " of " << n_generated_;
+  for (int32_t token : dropped) {
     Decrement(&generated_counts_, token);
     Decrement(&seen_counts_, token);
   }
+  n_generated_ -= n;
 }
 
 int32_t TokenHistory::GeneratedCount(int32_t token) const {

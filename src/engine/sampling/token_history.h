@@ -2,14 +2,14 @@
 //
 // repetition_penalty applies to every id seen in the prompt or the output; presence and frequency
 // penalties to the output only, weighted by count. Updates are incremental (one Append per
-// accepted token) and the last n output tokens can be rolled back (rejected speculative drafts).
-// Cost: O(1) expected per token; memory O(distinct ids).
+// accepted token) and the last output tokens can be rolled back (rejected speculative drafts).
+// The tokens themselves are not kept here: the sequence's token list is the one copy (Rollback
+// takes the dropped tokens from it). Cost: O(1) expected per token; memory O(distinct ids).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <unordered_map>
-#include <vector>
 
 namespace deepinfer::engine {
 
@@ -19,11 +19,10 @@ class TokenHistory {
   void AddPrompt(std::span<const int32_t> tokens);
   // Records one generated token.
   void Append(int32_t token);
-  // Forgets the last n generated tokens (CHECK: n <= n_generated()).
-  void Rollback(int64_t n);
+  // Forgets the last generated tokens, `dropped` (in generation order; CHECK: each was counted).
+  void Rollback(std::span<const int32_t> dropped);
 
-  int64_t n_generated() const { return static_cast<int64_t>(generated_.size()); }
-  std::span<const int32_t> generated() const { return generated_; }
+  int64_t n_generated() const { return n_generated_; }
   // Times `token` was generated (0 if never).
   int32_t GeneratedCount(int32_t token) const;
   // Whether `token` occurs in the prompt or the output.
@@ -36,7 +35,7 @@ class TokenHistory {
   const std::unordered_map<int32_t, int32_t>& seen_counts() const { return seen_counts_; }
 
  private:
-  std::vector<int32_t> generated_;
+  int64_t n_generated_ = 0;
   std::unordered_map<int32_t, int32_t> generated_counts_;
   std::unordered_map<int32_t, int32_t> seen_counts_;
 };

@@ -151,8 +151,16 @@ Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const A
     bool ok = false;
     if (j == drafts || point_mass) {
       // The bonus row, or a greedy draft: the sampler's own draw (verify.h).
-      status = SampleOne(row, vocab, params, seq->history, seq->seed, seq->request.sample_index,
-                         position, ctx.allowed, ctx.suppressed, &r);
+      SampleRow sr;
+      sr.logits = row;
+      sr.params = &params;
+      sr.history = &seq->history;
+      sr.seed = seq->seed;
+      sr.sample_index = seq->request.sample_index;
+      sr.position = position;
+      sr.allowed_bits = ctx.allowed;
+      sr.suppressed = ctx.suppressed;
+      status = SampleValidatedRow(sr, vocab, &r);
       if (!status.ok()) break;
       ok = j < drafts && r.token == sp.input[static_cast<size_t>(j + 1)];
     } else {

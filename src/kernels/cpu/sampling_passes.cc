@@ -13,7 +13,11 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-void MaskedCopyScalar(const float* src, const uint32_t* allowed_bits, int64_t n, float* dst) {
+void MaskedCopyScalar(const MaskedCopyParams& p) {
+  const float* src = p.src;
+  const uint32_t* allowed_bits = p.allowed_bits;
+  const int64_t n = p.n;
+  float* dst = p.dst;
   if (allowed_bits == nullptr) {
     std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
     return;
@@ -41,7 +45,11 @@ int64_t FirstIndexOfScalar(const float* x, int64_t n, float value) {
 
 // Lane l accumulates the elements i with i % 16 == l, in index order, exactly as the 16-lane
 // vector accumulators do.
-void ExpScanScalar(float* x, int64_t n, float shift, float scale, ExpScanStats* stats) {
+void ExpScanScalar(const ExpScanParams& p) {
+  float* x = p.x;
+  const int64_t n = p.n;
+  const float shift = p.shift, scale = p.scale;
+  ExpScanStats* stats = p.stats;
   float sum[16] = {};
   float mass[kExpLevels][16] = {};
   int64_t count[kExpLevels] = {};
@@ -66,8 +74,12 @@ void ExpScanScalar(float* x, int64_t n, float shift, float scale, ExpScanStats* 
   }
 }
 
-int64_t CompactAtLeastScalar(const float* e, int64_t n, float threshold, float* vals,
-                             int32_t* ids) {
+int64_t CompactAtLeastScalar(const CompactParams& p) {
+  const float* e = p.e;
+  const int64_t n = p.n;
+  const float threshold = p.threshold;
+  float* vals = p.vals;
+  int32_t* ids = p.ids;
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (e[i] >= threshold) {

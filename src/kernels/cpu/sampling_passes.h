@@ -33,20 +33,41 @@ struct MaxScanResult {
   bool non_finite = false;  // some element is NaN or +inf
 };
 
+// dst[i] = allowed(i) ? src[i] : -inf, where allowed(i) = bit (i % 32) of allowed_bits[i / 32];
+// allowed_bits == nullptr allows every token.
+struct MaskedCopyParams {
+  const float* src = nullptr;  // [n]
+  const uint32_t* allowed_bits = nullptr;
+  int64_t n = 0;
+  float* dst = nullptr;  // [n]
+};
+
+// In place: x[i] = ExpF32((x[i] - shift) * scale) (kernels/cpu/exp_f32.h; -inf gives 0), with
+// the sums and counts of ExpScanStats.
+struct ExpScanParams {
+  float* x = nullptr;  // [n]
+  int64_t n = 0;
+  float shift = 0.0f;
+  float scale = 1.0f;
+  ExpScanStats* stats = nullptr;
+};
+
+// Writes the (value, index) of every e[i] >= threshold, in index order; returns how many.
+struct CompactParams {
+  const float* e = nullptr;  // [n]
+  int64_t n = 0;
+  float threshold = 0.0f;
+  float* vals = nullptr;   // room for n + 16 entries (the vector version stores whole registers)
+  int32_t* ids = nullptr;  // likewise
+};
+
 struct SamplingKernels {
-  // dst[i] = allowed(i) ? src[i] : -inf, where allowed(i) = bit (i % 32) of allowed_bits[i / 32];
-  // allowed_bits == nullptr allows every token.
-  void (*masked_copy)(const float* src, const uint32_t* allowed_bits, int64_t n, float* dst);
+  void (*masked_copy)(const MaskedCopyParams& p);
   MaxScanResult (*scan_max)(const float* x, int64_t n);
   // The first i with x[i] == value, or n.
   int64_t (*first_index_of)(const float* x, int64_t n, float value);
-  // In place: x[i] = ExpF32((x[i] - shift) * scale) (kernels/cpu/exp_f32.h; -inf gives 0), with
-  // the sums and counts of ExpScanStats.
-  void (*exp_scan)(float* x, int64_t n, float shift, float scale, ExpScanStats* stats);
-  // Writes the (value, index) of every e[i] >= threshold, in index order, and returns how many.
-  // vals and ids need room for n + 16 entries (the vector version stores whole registers).
-  int64_t (*compact_at_least)(const float* e, int64_t n, float threshold, float* vals,
-                              int32_t* ids);
+  void (*exp_scan)(const ExpScanParams& p);
+  int64_t (*compact_at_least)(const CompactParams& p);
 };
 
 // The kernels of `level` (kAvx2 gets the scalar ones). CHECKs that the CPU supports it.

@@ -17,7 +17,11 @@ inline __mmask16 TailMask(int64_t remaining) {
                          : static_cast<__mmask16>((1u << static_cast<unsigned>(remaining)) - 1u);
 }
 
-void MaskedCopyAvx512(const float* src, const uint32_t* allowed_bits, int64_t n, float* dst) {
+void MaskedCopyAvx512(const MaskedCopyParams& p) {
+  const float* src = p.src;
+  const uint32_t* allowed_bits = p.allowed_bits;
+  const int64_t n = p.n;
+  float* dst = p.dst;
   const __m512 neg_inf = _mm512_set1_ps(kNegInf);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 tail = TailMask(n - i);
@@ -55,7 +59,11 @@ int64_t FirstIndexOfAvx512(const float* x, int64_t n, float value) {
   return n;
 }
 
-void ExpScanAvx512(float* x, int64_t n, float shift, float scale, ExpScanStats* stats) {
+void ExpScanAvx512(const ExpScanParams& p) {
+  float* x = p.x;
+  const int64_t n = p.n;
+  const float shift = p.shift, scale = p.scale;
+  ExpScanStats* stats = p.stats;
   const __m512 vshift = _mm512_set1_ps(shift);
   const __m512 vscale = _mm512_set1_ps(scale);
   __m512 sum = _mm512_setzero_ps();
@@ -89,8 +97,12 @@ void ExpScanAvx512(float* x, int64_t n, float shift, float scale, ExpScanStats* 
   }
 }
 
-int64_t CompactAtLeastAvx512(const float* e, int64_t n, float threshold, float* vals,
-                             int32_t* ids) {
+int64_t CompactAtLeastAvx512(const CompactParams& p) {
+  const float* e = p.e;
+  const int64_t n = p.n;
+  const float threshold = p.threshold;
+  float* vals = p.vals;
+  int32_t* ids = p.ids;
   const __m512 vthreshold = _mm512_set1_ps(threshold);
   __m512i index = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i step = _mm512_set1_epi32(16);

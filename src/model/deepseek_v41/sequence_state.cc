@@ -92,9 +92,10 @@ Status EnsurePages(SequenceState* state, int64_t positions) {
                            std::to_string(positions - 1) +
                            "; the engine must reserve pages before the forward call");
   }
-  while (static_cast<int64_t>(state->pages.size()) < need) {
-    state->pages.push_back(state->kv_store->Allocate());
+  while (static_cast<int64_t>(state->own_pages.size()) < need) {
+    state->own_pages.push_back(state->kv_store->Allocate());
   }
+  state->pages = state->own_pages;
   return Status::Ok();
 }
 
@@ -118,7 +119,7 @@ SequenceState ForkSequenceState(const SequenceState& parent) {
   s.prompt_length = parent.prompt_length;
   s.engram_history = parent.engram_history;
   s.kv_store = parent.kv_store;
-  s.pages = parent.pages;
+  s.pages = parent.pages;  // the engine's table of the parent until the fork's first call
   return s;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/deepseek_v41/config.h"
@@ -59,9 +60,13 @@ struct SequenceState {
 
   // Paged long-range state: page i covers positions [i*P, (i+1)*P). kv_store is the engine's
   // pool, or own_store for a sequence no engine manages (pages allocated on demand).
+  // `pages` is a view of the page table: the engine's own (ModelRunner sets it for each call
+  // from RunnerInput::pages; it is only read during a call), or own_pages for a sequence no
+  // engine manages. A copy of the table is never made per call.
   KvPageStore* kv_store = nullptr;
   std::shared_ptr<KvPageStore> own_store;
-  std::vector<int32_t> pages;
+  std::span<const int32_t> pages;
+  std::vector<int32_t> own_pages;
 
   const KvPageLayout& page_layout() const { return kv_store->layout(); }
   // Positions the page table covers.

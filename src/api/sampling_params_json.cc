@@ -16,17 +16,6 @@ using engine::SamplingParams;
 
 namespace {
 
-template <typename T>
-std::string Str(const T& v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-Status RangeError(const char* field, const std::string& value, const char* range) {
-  return InvalidArgument(std::string(field) + " = " + value + " is out of range: must be " + range);
-}
-
 // JSON field readers: an absent or null field leaves *out unchanged.
 
 bool Present(const nlohmann::json& body, const char* field) {
@@ -58,7 +47,7 @@ Status ReadInt(const nlohmann::json& body, const char* field, int64_t lo, int64_
   if (v.is_number_unsigned()) {
     const auto u = v.get<uint64_t>();
     if (u > static_cast<uint64_t>(hi)) {
-      return RangeError(field, v.dump(), ("<= " + Str(hi)).c_str());
+      return engine::ParamRangeError(field, v.dump(), "<= " + engine::ParamText(hi));
     }
     *out = static_cast<int64_t>(u);
   } else if (v.is_number_integer()) {
@@ -67,7 +56,7 @@ Status ReadInt(const nlohmann::json& body, const char* field, int64_t lo, int64_
     return TypeError(field, "an integer", v);
   }
   if (*out < lo || *out > hi) {
-    return RangeError(field, v.dump(), ("in [" + Str(lo) + ", " + Str(hi) + "]").c_str());
+    return engine::ParamRangeError(field, v.dump(), "in [" + engine::ParamText(lo) + ", " + engine::ParamText(hi) + "]");
   }
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "engine/logit_rows.h"
+#include "engine/next_token_row.h"
 #include "engine/spec/spec_decoder.h"
 #include "engine/token_append.h"
 
@@ -298,22 +299,10 @@ void Engine::StartAdmitted(ScheduledBatch* batch) {
 }
 
 void Engine::AddSampleRow(Sequence* seq, const float* row_logits, SampleRows* rows) {
-  const SamplingParams& sp = seq->request.params;
-  std::vector<int32_t>& sup = rows->suppressed.emplace_back();
-  if (seq->n_output() < sp.min_tokens) {
-    if (!sp.ignore_eos) sup.push_back(runner_->eos_token_id());
-    sup.insert(sup.end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
-  }
-  SampleRow r;
-  r.logits = row_logits;
-  r.params = &sp;
-  r.history = &seq->history;
-  r.seed = seq->seed;
-  r.sample_index = seq->request.sample_index;
-  r.position = static_cast<int64_t>(seq->tokens.size());
-  r.suppressed = sup;
-  if (seq->matcher) r.allowed_bits = seq->mask.data();
-  rows->rows.push_back(r);
+  const std::vector<int32_t>& sup =
+      rows->suppressed.emplace_back(SuppressedIds(*seq, runner_->eos_token_id()));
+  rows->rows.push_back(
+      NextTokenRow(*seq, row_logits, seq->matcher ? seq->mask.data() : nullptr, sup));
   rows->seqs.push_back(seq);
 }
 

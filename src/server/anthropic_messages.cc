@@ -204,13 +204,7 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
 
   MessagesRenderer renderer(ctx, *req, static_cast<int64_t>(ids->size()));
   GenerationSession session(ctx, ex, style, renderer);
-  // A named input, not a braced temporary in the co_await expression: GCC 12 destroys such a
-  // temporary twice (a double free).
-  GenerationInput input{.prompt = *std::move(ids),
-                        .params = req->params,
-                        .constraint = req->constraint,
-                        .thinking = req->thinking,
-                        .stream = req->stream};
+  GenerationInput input = ChatGenerationInput(*std::move(ids), *req);
   co_await session.Run(std::move(input));
 }
 

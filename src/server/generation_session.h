@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/request.h"
@@ -86,6 +87,31 @@ struct GenerationInput {
   bool thinking = false;          // the constraint starts after </think>
   bool stream = false;
 };
+
+// A chat request's input (ChatRequest, the Anthropic messages request: params, constraint,
+// thinking, stream). Build it into a named local, not a braced temporary inside the co_await
+// expression: GCC 12 destroys such a temporary twice.
+template <typename ChatLikeRequest>
+GenerationInput ChatGenerationInput(std::vector<int32_t> prompt, const ChatLikeRequest& req) {
+  return GenerationInput{.prompt = std::move(prompt),
+                         .params = req.params,
+                         .constraint = req.constraint,
+                         .thinking = req.thinking,
+                         .stream = req.stream};
+}
+
+// The Failure of the OpenAI renderers: a stream reported its errors inline; a whole answer
+// fails with its first failed sample's error. Choice: any type with `finish` and `error`.
+template <typename Choice>
+std::optional<ApiError> FirstSampleFailure(bool streaming, const std::vector<Choice>& choices) {
+  if (streaming) return std::nullopt;
+  for (const Choice& c : choices) {
+    if (c.finish == engine::FinishReason::kError) {
+      return ErrorFromStatus(Internal(c.error.message()));
+    }
+  }
+  return std::nullopt;
+}
 
 class GenerationSession {
  public:

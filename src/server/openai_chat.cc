@@ -139,15 +139,8 @@ class ChatRenderer : public GenerationRenderer {
     }
   }
 
-  // A stream reported its errors inline; a whole answer is the first sample's error.
   std::optional<ApiError> Failure(bool streaming) const override {
-    if (streaming) return std::nullopt;
-    for (const Choice& c : choices_) {
-      if (c.finish == engine::FinishReason::kError) {
-        return ErrorFromStatus(Internal(c.error.message()));
-      }
-    }
-    return std::nullopt;
+    return FirstSampleFailure(streaming, choices_);
   }
 
   std::string StreamEnd(const GenerationTotals& t) const override {
@@ -207,13 +200,7 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
 
   ChatRenderer renderer(ctx, *req);
   GenerationSession session(ctx, ex, style, renderer);
-  // A named input, not a braced temporary in the co_await expression: GCC 12 destroys such a
-  // temporary twice (a double free).
-  GenerationInput input{.prompt = *std::move(ids),
-                        .params = req->params,
-                        .constraint = req->constraint,
-                        .thinking = req->thinking,
-                        .stream = req->stream};
+  GenerationInput input = ChatGenerationInput(*std::move(ids), *req);
   co_await session.Run(std::move(input));
 }
 

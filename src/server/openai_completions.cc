@@ -80,16 +80,8 @@ class CompletionRenderer : public GenerationRenderer {
     *stream += SseData(response_.Chunk(json::array({std::move(choice)})));
   }
 
-  // A stream reported its errors as finish_reason "error"; a whole answer is the first sample's
-  // error.
   std::optional<ApiError> Failure(bool streaming) const override {
-    if (streaming) return std::nullopt;
-    for (const CompletionChoice& c : choices_) {
-      if (c.finish == engine::FinishReason::kError) {
-        return ErrorFromStatus(Internal(c.error.message()));
-      }
-    }
-    return std::nullopt;
+    return FirstSampleFailure(streaming, choices_);
   }
 
   std::string StreamEnd(const GenerationTotals& t) const override {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,17 @@ namespace deepinfer::engine {
 
 // Largest top_logprobs / prompt_logprobs accepted (OpenAI's limit, vLLM's default max_logprobs).
 inline constexpr int kMaxTopLogprobs = 20;
+
+// The error every reader of sampling parameters gives for a value outside its range:
+// "<field> = <value> is out of range: must be <range>" (InvalidArgument).
+Status ParamRangeError(const char* field, const std::string& value, const std::string& range);
+// A value as the messages above print it (its stream form: 0.5, 1e-05, 128).
+template <typename T>
+std::string ParamText(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 // Largest n (parallel samples per prompt) accepted, as OpenAI.
 inline constexpr int kMaxParallelSamples = 128;
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "engine/next_token_row.h"
 #include "engine/sampling/philox.h"
 #include "engine/sampling/sampler.h"
 #include "engine/spec/verify.h"
@@ -32,11 +33,7 @@ struct RowContext {
 
 RowContext MakeRowContext(Sequence* seq, int32_t eos) {
   RowContext ctx;
-  const SamplingParams& sp = seq->request.params;
-  if (seq->n_output() < sp.min_tokens) {
-    if (!sp.ignore_eos) ctx.suppressed.push_back(eos);
-    ctx.suppressed.insert(ctx.suppressed.end(), sp.stop_token_ids.begin(), sp.stop_token_ids.end());
-  }
+  ctx.suppressed = SuppressedIds(*seq, eos);
   if (seq->matcher) {
     ctx.mask.assign(static_cast<size_t>(seq->matcher->n_words()), 0);
     seq->matcher->FillNextTokenBitmask(ctx.mask.data());
@@ -151,16 +148,7 @@ Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const A
     bool ok = false;
     if (j == drafts || point_mass) {
       // The bonus row, or a greedy draft: the sampler's own draw (verify.h).
-      SampleRow sr;
-      sr.logits = row;
-      sr.params = &params;
-      sr.history = &seq->history;
-      sr.seed = seq->seed;
-      sr.sample_index = seq->request.sample_index;
-      sr.position = position;
-      sr.allowed_bits = ctx.allowed;
-      sr.suppressed = ctx.suppressed;
-      status = SampleValidatedRow(sr, vocab, &r);
+      status = SampleValidatedRow(NextTokenRow(*seq, row, ctx.allowed, ctx.suppressed), vocab, &r);
       if (!status.ok()) break;
       ok = j < drafts && r.token == sp.input[static_cast<size_t>(j + 1)];
     } else {

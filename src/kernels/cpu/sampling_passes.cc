@@ -77,14 +77,11 @@ void ExpScanScalar(const ExpScanParams& p) {
 int64_t CompactAtLeastScalar(const CompactParams& p) {
   const float* e = p.e;
   const int64_t n = p.n;
-  const float threshold = p.threshold;
-  float* vals = p.vals;
-  int32_t* ids = p.ids;
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (e[i] >= threshold) {
-      vals[m] = e[i];
-      ids[m] = static_cast<int32_t>(i);
+    if (e[i] >= p.threshold) {
+      p.vals[m] = e[i];
+      p.ids[m] = static_cast<int32_t>(i);
       ++m;
     }
   }

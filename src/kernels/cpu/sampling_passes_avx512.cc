@@ -100,10 +100,7 @@ void ExpScanAvx512(const ExpScanParams& p) {
 int64_t CompactAtLeastAvx512(const CompactParams& p) {
   const float* e = p.e;
   const int64_t n = p.n;
-  const float threshold = p.threshold;
-  float* vals = p.vals;
-  int32_t* ids = p.ids;
-  const __m512 vthreshold = _mm512_set1_ps(threshold);
+  const __m512 vthreshold = _mm512_set1_ps(p.threshold);
   __m512i index = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i step = _mm512_set1_epi32(16);
   int64_t m = 0;
@@ -113,8 +110,8 @@ int64_t CompactAtLeastAvx512(const CompactParams& p) {
     const __mmask16 keep = _mm512_mask_cmp_ps_mask(tail, v, vthreshold, _CMP_GE_OQ);
     // Register compress + full store (compress-to-memory is slow on Zen 4); the caller's
     // buffers have 16 entries of slack.
-    _mm512_storeu_ps(vals + m, _mm512_maskz_compress_ps(keep, v));
-    _mm512_storeu_si512(ids + m, _mm512_maskz_compress_epi32(keep, index));
+    _mm512_storeu_ps(p.vals + m, _mm512_maskz_compress_ps(keep, v));
+    _mm512_storeu_si512(p.ids + m, _mm512_maskz_compress_epi32(keep, index));
     m += __builtin_popcount(keep);
     index = _mm512_add_epi32(index, step);
   }

@@ -56,7 +56,8 @@ Status ReadInt(const nlohmann::json& body, const char* field, int64_t lo, int64_
     return TypeError(field, "an integer", v);
   }
   if (*out < lo || *out > hi) {
-    return engine::ParamRangeError(field, v.dump(), "in [" + engine::ParamText(lo) + ", " + engine::ParamText(hi) + "]");
+    return engine::ParamRangeError(
+        field, v.dump(), "in [" + engine::ParamText(lo) + ", " + engine::ParamText(hi) + "]");
   }
   return Status::Ok();
 }

@@ -25,8 +25,7 @@ namespace deepinfer::engine {
 class DeliveryQueue {
  public:
   // `finish`: the output ends at this token (n_output = seq->n_output() now).
-  void Push(std::shared_ptr<Sequence> seq, SampleResult sample,
-            std::optional<FinishReason> finish);
+  void Push(std::shared_ptr<Sequence> seq, SampleResult sample, std::optional<FinishReason> finish);
   // Delivers everything queued; returns the sequences a stop string ended (not yet retired).
   std::vector<Sequence*> Deliver();
   bool empty() const { return pending_.empty(); }

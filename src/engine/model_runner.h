@@ -37,7 +37,7 @@ struct RunnerInput {
   // and reads it during this call and the speculation calls that follow it in the same step
   // (EndSpeculation, Draft); the engine does not change the table in between.
   std::span<const int32_t> pages;
-  bool want_logits = true;          // false: the row of logits may be left unspecified
+  bool want_logits = true;  // false: the row of logits may be left unspecified
   // Speculative decoding (engine/spec/): rows of logits this input returns, its last
   // `logits_rows` (a verify input: the last accepted token and its drafts, all of them).
   int64_t logits_rows = 1;

@@ -28,8 +28,8 @@ class SpecDecoder;
 }
 
 struct StepInputs {
-  std::vector<RunnerInput> inputs;   // per scheduled entry
-  std::vector<int64_t> logit_row;    // first row of each input in the call's logits
+  std::vector<RunnerInput> inputs;  // per scheduled entry
+  std::vector<int64_t> logit_row;   // first row of each input in the call's logits
 };
 
 Status StartRunnerSequence(ModelRunner& runner, Sequence* seq);

@@ -204,7 +204,7 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
 
   MessagesRenderer renderer(ctx, *req, static_cast<int64_t>(ids->size()));
   GenerationSession session(ctx, ex, style, renderer);
-  GenerationInput input = ChatGenerationInput(*std::move(ids), *req);
+  GenerationInput input = ChatGenerationInput(std::move(*ids), *req);
   co_await session.Run(std::move(input));
 }
 

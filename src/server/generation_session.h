@@ -92,7 +92,7 @@ struct GenerationInput {
 // thinking, stream). Build it into a named local, not a braced temporary inside the co_await
 // expression: GCC 12 destroys such a temporary twice.
 template <typename ChatLikeRequest>
-GenerationInput ChatGenerationInput(std::vector<int32_t> prompt, const ChatLikeRequest& req) {
+GenerationInput ChatGenerationInput(std::vector<int32_t>&& prompt, const ChatLikeRequest& req) {
   return GenerationInput{.prompt = std::move(prompt),
                          .params = req.params,
                          .constraint = req.constraint,

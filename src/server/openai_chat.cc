@@ -200,7 +200,7 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
 
   ChatRenderer renderer(ctx, *req);
   GenerationSession session(ctx, ex, style, renderer);
-  GenerationInput input = ChatGenerationInput(*std::move(ids), *req);
+  GenerationInput input = ChatGenerationInput(std::move(*ids), *req);
   co_await session.Run(std::move(input));
 }
 

@@ -285,15 +285,15 @@ Status SampleOne(const float* logits, int64_t vocab, const SamplingParams& param
                  const uint32_t* allowed_bits, std::span<const int32_t> suppressed,
                  SampleResult* out) {
   if (vocab > 0) DI_RETURN_IF_ERROR(params.Validate(vocab));
-  return SampleValidated(logits, vocab, params, history, seed, sample_index, position,
-                         allowed_bits, suppressed, out);
+  return SampleValidated(logits, vocab, params, history, seed, sample_index, position, allowed_bits,
+                         suppressed, out);
 }
 
 Status SampleValidatedRow(const SampleRow& row, int64_t vocab, SampleResult* out) {
   static const TokenHistory kEmpty;
   return SampleValidated(row.logits, vocab, *row.params,
-                         row.history != nullptr ? *row.history : kEmpty, row.seed,
-                         row.sample_index, row.position, row.allowed_bits, row.suppressed, out);
+                         row.history != nullptr ? *row.history : kEmpty, row.seed, row.sample_index,
+                         row.position, row.allowed_bits, row.suppressed, out);
 }
 
 std::vector<Status> SampleBatch(std::span<const SampleRow> rows, int64_t vocab,

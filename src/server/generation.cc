@@ -35,16 +35,16 @@ void GenerationChannel::Push(GenEvent event) {
   net::post(timer_.get_executor(), [self = shared_from_this()] { self->timer_.cancel(); });
 }
 
+std::vector<GenEvent> GenerationChannel::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<GenEvent> out;
+  out.swap(events_);
+  return out;
+}
+
 net::awaitable<std::vector<GenEvent>> GenerationChannel::Next() {
   for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!events_.empty()) {
-        std::vector<GenEvent> out;
-        out.swap(events_);
-        co_return out;
-      }
-    }
+    if (std::vector<GenEvent> out = Take(); !out.empty()) co_return out;
     // Wake-ups are posted to this executor after the event is stored, so one cannot slip in
     // between the check above and the wait below.
     timer_.expires_at(net::steady_timer::time_point::max());
@@ -57,14 +57,7 @@ net::awaitable<std::vector<GenEvent>> GenerationChannel::NextFor(
     std::chrono::steady_clock::duration max_wait) {
   const auto deadline = std::chrono::steady_clock::now() + max_wait;
   for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!events_.empty()) {
-        std::vector<GenEvent> out;
-        out.swap(events_);
-        co_return out;
-      }
-    }
+    if (std::vector<GenEvent> out = Take(); !out.empty()) co_return out;
     if (std::chrono::steady_clock::now() >= deadline) co_return std::vector<GenEvent>();
     timer_.expires_at(deadline);
     boost::system::error_code ec;

@@ -62,6 +62,9 @@ class GenerationChannel : public std::enable_shared_from_this<GenerationChannel>
   std::vector<std::shared_ptr<std::atomic<bool>>> cancel_flags;
 
  private:
+  // The events stored so far (empty when none), taken under the lock.
+  std::vector<GenEvent> Take();
+
   std::mutex mu_;
   std::vector<GenEvent> events_;
   std::optional<Status> verdict_;

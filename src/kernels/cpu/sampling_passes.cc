@@ -48,15 +48,13 @@ int64_t FirstIndexOfScalar(const float* x, int64_t n, float value) {
 void ExpScanScalar(const ExpScanParams& p) {
   float* x = p.x;
   const int64_t n = p.n;
-  const float shift = p.shift, scale = p.scale;
-  ExpScanStats* stats = p.stats;
   float sum[16] = {};
   float mass[kExpLevels][16] = {};
   int64_t count[kExpLevels] = {};
   float threshold[kExpLevels];
   for (int j = 0; j < kExpLevels; ++j) threshold[j] = kLevelThreshold[j];
   for (int64_t i = 0; i < n; ++i) {
-    const float e = kernels::ExpF32((x[i] - shift) * scale);
+    const float e = kernels::ExpF32((x[i] - p.shift) * p.scale);
     x[i] = e;
     const int lane = static_cast<int>(i & 15);
     sum[lane] += e;
@@ -67,10 +65,10 @@ void ExpScanScalar(const ExpScanParams& p) {
       }
     }
   }
-  stats->sum = ReduceLanes(sum);
+  p.stats->sum = ReduceLanes(sum);
   for (int j = 0; j < kExpLevels; ++j) {
-    stats->level_mass[j] = ReduceLanes(mass[j]);
-    stats->level_count[j] = count[j];
+    p.stats->level_mass[j] = ReduceLanes(mass[j]);
+    p.stats->level_count[j] = count[j];
   }
 }
 

@@ -62,10 +62,8 @@ int64_t FirstIndexOfAvx512(const float* x, int64_t n, float value) {
 void ExpScanAvx512(const ExpScanParams& p) {
   float* x = p.x;
   const int64_t n = p.n;
-  const float shift = p.shift, scale = p.scale;
-  ExpScanStats* stats = p.stats;
-  const __m512 vshift = _mm512_set1_ps(shift);
-  const __m512 vscale = _mm512_set1_ps(scale);
+  const __m512 vshift = _mm512_set1_ps(p.shift);
+  const __m512 vscale = _mm512_set1_ps(p.scale);
   __m512 sum = _mm512_setzero_ps();
   __m512 mass[kExpLevels];
   __m512 threshold[kExpLevels];
@@ -89,11 +87,11 @@ void ExpScanAvx512(const ExpScanParams& p) {
   }
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, sum);
-  stats->sum = ReduceLanes(lanes);
+  p.stats->sum = ReduceLanes(lanes);
   for (int j = 0; j < kExpLevels; ++j) {
     _mm512_store_ps(lanes, mass[j]);
-    stats->level_mass[j] = ReduceLanes(lanes);
-    stats->level_count[j] = _mm512_reduce_add_epi32(count[j]);
+    p.stats->level_mass[j] = ReduceLanes(lanes);
+    p.stats->level_count[j] = _mm512_reduce_add_epi32(count[j]);
   }
 }
 

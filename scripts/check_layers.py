@@ -25,6 +25,7 @@ LIBRARIES = {
     'xxhash.h': 'PkgConfig::XXHASH',
     'pcre2.h': 'PkgConfig::PCRE2',
     'unicode/': 'ICU::uc',
+    'mpi.h': 'MPI::MPI_CXX',
 }
 # Targets whose use cannot be seen in an #include (threads via <thread> and friends).
 UNCHECKED_LINKS = {'Threads::Threads'}

@@ -15,6 +15,7 @@ PACKAGES=(
   libboost1.74-dev  # Boost.Asio + Beast: the HTTP server (src/server)
   python3 python3-jsonschema  # tests/structured/validate_outputs.py
   gnuplot-nox  # deepinfer bench-serve --plot (throughput-latency SVG)
+  libopenmpi-dev openmpi-bin  # Open MPI: one instance over several ranks (src/dist)
 )
 # Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

@@ -12,6 +12,7 @@
 
 #include "tools/bench_offline.h"
 #include "tools/cli.h"
+#include "tools/distributed_batch.h"
 #include "tools/engine_setup.h"
 #include "tools/json_lines.h"
 
@@ -118,6 +119,7 @@ void Emit(const BenchArgs& a, const nlohmann::ordered_json& j) {
 }
 
 Status RunBench(BenchArgs& a) {
+  DI_RETURN_IF_ERROR(SingleRankOnly("bench"));
   DI_ASSIGN_OR_RETURN(std::vector<int64_t> batches, ParseList("--batch", a.batch));
   DI_ASSIGN_OR_RETURN(std::vector<int64_t> prompts, ParseList("--prompt-len", a.prompt_len));
   DI_ASSIGN_OR_RETURN(std::vector<int64_t> decodes, ParseList("--decode-len", a.decode_len));

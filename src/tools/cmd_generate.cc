@@ -20,6 +20,7 @@
 
 #include "api/request_text.h"
 #include "tools/cli.h"
+#include "tools/distributed_batch.h"
 #include "tools/engine_setup.h"
 #include "tools/generate_batch.h"
 
@@ -138,9 +139,12 @@ void RegisterGenerate(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    const Status s = a->batch_file.empty()
-                         ? GenerateOne(*a)
-                         : GenerateBatch(a->model_dir, a->tokenizer_dir, a->engine, a->batch_file);
+    Status s = a->batch_file.empty() ? SingleRankOnly("generate --prompt") : Status::Ok();
+    if (s.ok()) {
+      s = a->batch_file.empty()
+              ? GenerateOne(*a)
+              : GenerateBatch(a->model_dir, a->tokenizer_dir, a->engine, a->batch_file);
+    }
     if (!s.ok()) {
       std::fprintf(stderr, "generate: %s\n", s.ToString().c_str());
       *exit_code = 1;

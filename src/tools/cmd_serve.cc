@@ -15,6 +15,7 @@
 #include "server/metrics.h"
 #include "server/server_context.h"
 #include "tools/cli.h"
+#include "tools/distributed_batch.h"
 #include "tools/engine_setup.h"
 
 namespace deepinfer::tools {
@@ -51,6 +52,7 @@ std::string CurlExample(const std::string& url, const std::string& model, bool a
 }
 
 Status RunServe(ServeArgs& a) {
+  DI_RETURN_IF_ERROR(SingleRankOnly("serve"));
   if (a.server.api_key.empty()) {
     if (const char* env = std::getenv("DEEPINFER_API_KEY")) a.server.api_key = env;
   }

@@ -13,6 +13,8 @@
 #include "api/request_text.h"
 #include "api/sampling_params_json.h"
 #include "api/structured_outputs.h"
+#include "dist/mpi_world.h"
+#include "tools/distributed_batch.h"
 #include "tools/json_lines.h"
 
 namespace deepinfer::tools {
@@ -176,14 +178,13 @@ void FinishLine(Job* job, const engine::SamplingParams& params, int64_t prompt_l
 
 }  // namespace
 
-Status RunBatch(LoadedEngine& e, std::istream& in, std::ostream& out) {
+StatusOr<std::vector<std::string>> RunBatchLines(LoadedEngine& e,
+                                                 const std::vector<BatchLine>& lines) {
   std::vector<std::unique_ptr<Job>> jobs;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
+  for (const BatchLine& batch_line : lines) {
+    const std::string& line = batch_line.text;
     auto job = std::make_unique<Job>();
-    const int64_t index = static_cast<int64_t>(jobs.size());
-    job->result["index"] = index;
+    job->result["index"] = batch_line.index;
     Job* raw = job.get();
     jobs.push_back(std::move(job));
     StatusOr<engine::Request> r = ParseLine(e, line, raw);
@@ -218,7 +219,24 @@ Status RunBatch(LoadedEngine& e, std::istream& in, std::ostream& out) {
     if (!id.ok()) raw->result["error"] = id.status().ToString();
   }
   DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
-  for (const auto& job : jobs) out << JsonLine(job->result) << "\n";
+  std::vector<std::string> out;
+  out.reserve(jobs.size());
+  for (const auto& job : jobs) out.push_back(JsonLine(job->result));
+  return out;
+}
+
+std::vector<BatchLine> ReadBatchLines(std::istream& in) {
+  std::vector<BatchLine> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) lines.push_back({static_cast<int64_t>(lines.size()), line});
+  }
+  return lines;
+}
+
+Status RunBatch(LoadedEngine& e, std::istream& in, std::ostream& out) {
+  DI_ASSIGN_OR_RETURN(std::vector<std::string> results, RunBatchLines(e, ReadBatchLines(in)));
+  for (const std::string& r : results) out << r << "\n";
   out.flush();
   return Status::Ok();
 }
@@ -226,6 +244,7 @@ Status RunBatch(LoadedEngine& e, std::istream& in, std::ostream& out) {
 Status GenerateBatch(const std::string& model_dir, const std::string& tokenizer_dir,
                      const EngineFlags& flags, const std::string& batch_file) {
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(model_dir, tokenizer_dir, flags));
+  if (dist::MpiWorld::Instance().distributed()) return RunDistributedBatch(e, batch_file);
   if (batch_file == "-") return RunBatch(e, std::cin, std::cout);
   std::ifstream in(batch_file);
   if (!in) return NotFound("cannot open " + batch_file);

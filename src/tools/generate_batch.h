@@ -2,8 +2,10 @@
 // (continuous batching), results printed in input order (cmd_generate.cc documents the format).
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "tools/engine_setup.h"
@@ -15,5 +17,17 @@ Status GenerateBatch(const std::string& model_dir, const std::string& tokenizer_
 
 // The batch run on an already loaded engine: reads `in`, writes one line per input line to `out`.
 Status RunBatch(LoadedEngine& e, std::istream& in, std::ostream& out);
+
+// One input line and its place in the input (the output's "index").
+struct BatchLine {
+  int64_t index = 0;
+  std::string text;
+};
+// The non-empty lines of `in`, numbered from 0.
+std::vector<BatchLine> ReadBatchLines(std::istream& in);
+// Runs `lines` on the loaded engine (all submitted, then run until idle); returns one output
+// line (JSON, no newline) per input line, in the same order.
+StatusOr<std::vector<std::string>> RunBatchLines(LoadedEngine& e,
+                                                 const std::vector<BatchLine>& lines);
 
 }  // namespace deepinfer::tools

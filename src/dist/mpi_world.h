@@ -1,0 +1,38 @@
+// MpiWorld: the Open MPI job this process belongs to (docs/scaleout.md).
+//
+// A process started by `mpirun` (OMPI_COMM_WORLD_SIZE in its environment) initializes MPI on the
+// first call to Instance() and finalizes it at exit; a process started alone is rank 0 of 1 and
+// makes no MPI call at all. Only the thread that first called Instance() may use the collectives
+// (MPI_THREAD_FUNNELED). Every collective must be called by every rank, in the same order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace deepinfer::dist {
+
+class MpiWorld {
+ public:
+  static MpiWorld& Instance();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool distributed() const { return size_ > 1; }
+
+  // Rank 0's `text` on every rank.
+  std::string Broadcast(std::string text) const;
+  // On rank 0: every rank's `text`, in rank order; elsewhere: empty.
+  std::vector<std::string> GatherToRoot(const std::string& text) const;
+
+  MpiWorld(const MpiWorld&) = delete;
+  MpiWorld& operator=(const MpiWorld&) = delete;
+  ~MpiWorld();
+
+ private:
+  MpiWorld();
+  bool initialized_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace deepinfer::dist

@@ -10,15 +10,24 @@ namespace {
 
 constexpr int64_t kModelVocab = 129280;  // the released model's vocabulary (> the tokenizer's)
 
+// The tokenizer and the compiler over it, built once, destroyed at exit in reverse order (the
+// compiler refers to the tokenizer).
+struct V3Compiler {
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  std::unique_ptr<StructuredOutputs> outputs;
+};
+
 StructuredOutputs* V3Outputs() {
-  static StructuredOutputs* outputs = [] {
+  static V3Compiler v3 = [] {
+    V3Compiler v;
     auto tok = tokenizer::Tokenizer::Load(DEEPINFER_TOKENIZER_DIR);
-    if (!tok.ok()) return static_cast<StructuredOutputs*>(nullptr);
-    auto* kept = std::move(tok).value().release();  // outlives the compiler
-    auto created = StructuredOutputs::Create(*kept, kModelVocab);
-    return created.ok() ? std::move(created).value().release() : nullptr;
+    if (!tok.ok()) return v;
+    v.tok = std::move(tok).value();
+    auto created = StructuredOutputs::Create(*v.tok, kModelVocab);
+    if (created.ok()) v.outputs = std::move(created).value();
+    return v;
   }();
-  return outputs;
+  return v3.outputs.get();
 }
 
 TEST(AttachGrammar, NoConstraintLeavesTheRequestFree) {

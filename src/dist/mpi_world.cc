@@ -31,8 +31,8 @@ std::string MpiWorld::Broadcast(std::string text) const {
   if (!distributed()) return text;
   auto n = static_cast<int64_t>(text.size());
   MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-  text.resize(static_cast<size_t>(n));
   CHECK_LE(n, int64_t{INT32_MAX}) << "broadcast of more than 2 GiB";
+  text.resize(static_cast<size_t>(n));
   MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
   return text;
 }

@@ -5,6 +5,21 @@
 #include <utility>
 
 namespace deepinfer::engine {
+namespace {
+
+// What every delivery of `seq` carries, whatever else it holds.
+RequestOutput OutputOf(const Sequence& seq, int64_t n_output, std::optional<FinishReason> finish) {
+  RequestOutput out;
+  out.request_id = seq.id;
+  out.sample_index = seq.request.sample_index;
+  out.n_output = n_output;
+  out.finished = finish;
+  out.seed = seq.seed;
+  out.prefix_hit_tokens = seq.prefix_hit_tokens;
+  return out;
+}
+
+}  // namespace
 
 void DeliveryQueue::Push(std::shared_ptr<Sequence> seq, SampleResult sample,
                          std::optional<FinishReason> finish) {
@@ -35,18 +50,12 @@ std::vector<Sequence*> DeliveryQueue::Deliver() {
       }
     }
     if (seq->request.on_output) {
-      RequestOutput out;
-      out.request_id = seq->id;
-      out.sample_index = seq->request.sample_index;
+      RequestOutput out = OutputOf(*seq, d.n_output, finish);
       out.new_tokens = {d.sample.token};
       if (d.n_output == 1 && seq->request.params.prompt_logprobs) {
         out.prompt_logprobs = seq->prompt_logprobs;
       }
       if (seq->request.params.logprobs) out.samples.push_back(std::move(d.sample));
-      out.n_output = d.n_output;
-      out.finished = finish;
-      out.seed = seq->seed;
-      out.prefix_hit_tokens = seq->prefix_hit_tokens;
       seq->request.on_output(out);
     }
   }
@@ -55,14 +64,8 @@ std::vector<Sequence*> DeliveryQueue::Deliver() {
 
 void DeliverFinish(const Sequence& seq, FinishReason reason, Status error) {
   if (!seq.request.on_output) return;
-  RequestOutput out;
-  out.request_id = seq.id;
-  out.sample_index = seq.request.sample_index;
-  out.n_output = seq.n_output();
-  out.finished = reason;
+  RequestOutput out = OutputOf(seq, seq.n_output(), reason);
   out.error = std::move(error);
-  out.seed = seq.seed;
-  out.prefix_hit_tokens = seq.prefix_hit_tokens;
   seq.request.on_output(out);
 }
 

@@ -59,6 +59,7 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 }
 
 Status GenerateOne(const GenerateArgs& a) {
+  DI_RETURN_IF_ERROR(SingleRankOnly("generate --prompt"));
   const auto t_load = std::chrono::steady_clock::now();
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
   const double load_s =
@@ -139,12 +140,9 @@ void RegisterGenerate(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    Status s = a->batch_file.empty() ? SingleRankOnly("generate --prompt") : Status::Ok();
-    if (s.ok()) {
-      s = a->batch_file.empty()
-              ? GenerateOne(*a)
-              : GenerateBatch(a->model_dir, a->tokenizer_dir, a->engine, a->batch_file);
-    }
+    const Status s = a->batch_file.empty()
+                         ? GenerateOne(*a)
+                         : GenerateBatch(a->model_dir, a->tokenizer_dir, a->engine, a->batch_file);
     if (!s.ok()) {
       std::fprintf(stderr, "generate: %s\n", s.ToString().c_str());
       *exit_code = 1;

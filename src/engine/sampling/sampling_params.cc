@@ -24,12 +24,15 @@ Status SamplingParams::Validate(int64_t vocab) const {
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
     return ParamRangeError("temperature", ParamText(temperature), ">= 0 and finite (0 = greedy)");
   }
-  if (top_k < 0)
+  if (top_k < 0) {
     return ParamRangeError("top_k", ParamText(top_k), ">= 0 (0 = off; -1 in JSON = off)");
-  if (!(top_p > 0.0f && top_p <= 1.0f))
+  }
+  if (!(top_p > 0.0f && top_p <= 1.0f)) {
     return ParamRangeError("top_p", ParamText(top_p), "in (0, 1]");
-  if (!(min_p >= 0.0f && min_p <= 1.0f))
+  }
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) {
     return ParamRangeError("min_p", ParamText(min_p), "in [0, 1]");
+  }
   if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
     return ParamRangeError("repetition_penalty", ParamText(repetition_penalty), "> 0 and finite");
   }
@@ -51,8 +54,9 @@ Status SamplingParams::Validate(int64_t vocab) const {
     }
   }
   if (n < 1 || n > kMaxParallelSamples) return ParamRangeError("n", ParamText(n), "in [1, 128]");
-  if (max_tokens && *max_tokens < 1)
+  if (max_tokens && *max_tokens < 1) {
     return ParamRangeError("max_tokens", ParamText(*max_tokens), ">= 1");
+  }
   if (min_tokens < 0) return ParamRangeError("min_tokens", ParamText(min_tokens), ">= 0");
   if (max_tokens && min_tokens > *max_tokens) {
     return InvalidArgument("min_tokens = " + ParamText(min_tokens) +

@@ -17,7 +17,9 @@ MpiWorld& MpiWorld::Instance() {
 MpiWorld::MpiWorld() {
   if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return;  // not started by mpirun
   int provided = 0;
-  CHECK_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), MPI_SUCCESS);
+  CHECK_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), MPI_SUCCESS);
+  CHECK_GE(provided, MPI_THREAD_SERIALIZED)
+      << "this MPI library does not support MPI_THREAD_SERIALIZED";
   initialized_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -56,6 +58,22 @@ std::vector<std::string> MpiWorld::GatherToRoot(const std::string& text) const {
   std::vector<std::string> out;
   for (size_t r = 0; r < counts.size(); ++r) {
     out.push_back(all.substr(static_cast<size_t>(displs[r]), static_cast<size_t>(counts[r])));
+  }
+  return out;
+}
+
+std::vector<std::string> MpiWorld::AllGather(const std::string& text) const {
+  std::vector<std::string> all = GatherToRoot(text);
+  std::string packed;
+  for (const std::string& t : all) packed += std::to_string(t.size()) + ":" + t;
+  packed = Broadcast(std::move(packed));
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < packed.size()) {
+    const size_t colon = packed.find(':', at);
+    const size_t len = std::stoull(packed.substr(at, colon - at));
+    out.push_back(packed.substr(colon + 1, len));
+    at = colon + 1 + len;
   }
   return out;
 }

@@ -2,8 +2,9 @@
 //
 // A process started by `mpirun` (OMPI_COMM_WORLD_SIZE in its environment) initializes MPI on the
 // first call to Instance() and finalizes it at exit; a process started alone is rank 0 of 1 and
-// makes no MPI call at all. Only the thread that first called Instance() may use the collectives
-// (MPI_THREAD_FUNNELED). Every collective must be called by every rank, in the same order.
+// makes no MPI call at all. Any thread may call the collectives, one at a time
+// (MPI_THREAD_SERIALIZED: the engine's forward thread runs the expert exchange, its loop thread
+// the rest). Every collective must be called by every rank, in the same order.
 #pragma once
 
 #include <string>
@@ -23,6 +24,8 @@ class MpiWorld {
   std::string Broadcast(std::string text) const;
   // On rank 0: every rank's `text`, in rank order; elsewhere: empty.
   std::vector<std::string> GatherToRoot(const std::string& text) const;
+  // Every rank's `text`, in rank order, on every rank.
+  std::vector<std::string> AllGather(const std::string& text) const;
 
   MpiWorld(const MpiWorld&) = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;

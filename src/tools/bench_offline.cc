@@ -171,7 +171,7 @@ Status Warmup(LoadedEngine& e) {
   const int64_t vocab = e.model->config().vocab_size;
   DI_RETURN_IF_ERROR(
       e.engine->Add(MakeRequest(RandomIds(rng, 16, vocab), 4, &trace, nullptr)).status());
-  DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
+  DI_RETURN_IF_ERROR(e.RunUntilIdle());
   return CheckTraces({trace});
 }
 
@@ -210,7 +210,7 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
   for (engine::Request& req : requests) {
     DI_RETURN_IF_ERROR(e.engine->Add(std::move(req)).status());
   }
-  DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
+  DI_RETURN_IF_ERROR(e.RunUntilIdle());
   const Clock::time_point t_end = Clock::now();
   const engine::EngineStats stats1 = e.engine->stats();
   r.steps = stats1.steps - stats0.steps;
@@ -283,7 +283,7 @@ StatusOr<PrefixHitResult> RunPrefixHit(LoadedEngine& e, int64_t shared_prefix, i
   auto ttft_of = [&](std::vector<int32_t> prompt, RequestTrace* trace) -> StatusOr<double> {
     const Clock::time_point t0 = Clock::now();
     DI_RETURN_IF_ERROR(e.engine->Add(MakeRequest(std::move(prompt), 1, trace, nullptr)).status());
-    DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
+    DI_RETURN_IF_ERROR(e.RunUntilIdle());
     DI_RETURN_IF_ERROR(CheckTraces({*trace}));
     return Seconds(t0, *trace->first);
   };

@@ -96,7 +96,7 @@ Status GenerateOne(const GenerateArgs& a) {
   };
   const auto t0 = std::chrono::steady_clock::now();
   DI_RETURN_IF_ERROR(e.engine->Add(std::move(r)).status());
-  DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
+  DI_RETURN_IF_ERROR(e.RunUntilIdle());
   const auto t1 = std::chrono::steady_clock::now();
   std::printf("\n");
   DI_RETURN_IF_ERROR(error);

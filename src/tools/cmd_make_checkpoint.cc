@@ -30,6 +30,7 @@ struct MakeCheckpointArgs {
   uint64_t shard_size = 0;
   int threads = 0;
   bool quiet = false;
+  float router_skew = 0.0f;
 };
 
 int Fail(const Status& s) {
@@ -62,6 +63,7 @@ int RunMakeCheckpoint(const MakeCheckpointArgs& args) {
   options.max_shard_bytes = args.shard_size;
   options.show_progress = !args.quiet;
   options.pool = own_pool.get();
+  options.router_skew = args.router_skew;
   const auto start = std::chrono::steady_clock::now();
   if (Status s = model::WriteRandomCheckpoint(*config, args.out, options); !s.ok()) return Fail(s);
   const double seconds =
@@ -94,6 +96,9 @@ void RegisterMakeCheckpoint(CLI::App& app, int* exit_code) {
   cmd->add_option("--threads", args->threads,
                   "generator threads (default: DEEPINFER_THREADS or all CPUs)");
   cmd->add_flag("--quiet", args->quiet, "no progress bar");
+  cmd->add_option("--router-skew", args->router_skew,
+                  "add skew * (1 - e/(E-1)) to each router bias so low-index experts are chosen "
+                  "more (a reproducible skewed expert load for EPLB; default 0)");
   cmd->callback([exit_code, args] { *exit_code = RunMakeCheckpoint(*args); });
 }
 

@@ -94,6 +94,14 @@ Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {
     reply = Failed(results.status());
   }
   const std::vector<std::string> replies = world.GatherToRoot(reply);
+  // Per-rank figures on stderr (stdout is the single process's bytes).
+  const engine::EngineStats st = e.engine->stats();
+  const std::vector<std::string> figures = world.GatherToRoot(
+      "rank " + std::to_string(world.rank()) + ": " + std::to_string(mine.size()) + " lines, " +
+      std::to_string(st.steps) + " steps, " + std::to_string(st.tokens_computed) +
+      " tokens computed, " + std::to_string(st.preemptions) + " preemptions\n");
+  for (const std::string& f : figures) std::cerr << f;
+  if (e.experts) std::cerr << ExpertParallelReport(*e.experts);
   if (world.rank() != 0) return Status::Ok();
 
   std::vector<std::istringstream> streams;

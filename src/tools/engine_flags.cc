@@ -39,6 +39,30 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
   cmd->add_option("--spec-threshold", f->spec_threshold,
                   "--spec-policy threshold: verify drafts while sigmoid(confidence) >= this")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--expert-parallel", f->expert_parallel,
+                  "under mpirun: spread the routed experts over the ranks (on) or load all of "
+                  "them on every rank (off: attention data parallelism only)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--eplb-interval", f->eplb_interval,
+                  "expert parallel: rebalance the experts over the ranks every N steps from the "
+                  "measured load (0 = never)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--eplb-redundant", f->eplb_redundant,
+                  "expert parallel with EPLB: extra copies of the hottest experts per layer")
+      ->check(CLI::NonNegativeNumber);
+}
+
+std::string EngineFlags::Describe() const {
+  return "kv-budget=" + kv_budget + " max-running=" + std::to_string(max_running) +
+         " prefill-chunk=" + std::to_string(prefill_chunk) +
+         " max-batch-tokens=" + std::to_string(max_batch_tokens) + " prefix-cache=" + prefix_cache +
+         " async-schedule=" + async_schedule + " mode=" + mode +
+         " page-tokens=" + std::to_string(page_tokens) + " decoder-replay=" + decoder_replay +
+         " spec=" + spec + " spec-policy=" + spec_policy +
+         " spec-length=" + std::to_string(spec_length) +
+         " spec-threshold=" + std::to_string(spec_threshold) +
+         " expert-parallel=" + expert_parallel + " eplb-interval=" + std::to_string(eplb_interval) +
+         " eplb-redundant=" + std::to_string(eplb_redundant);
 }
 
 }  // namespace deepinfer::tools

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "dist/mpi_world.h"
 #include "tokenizer/engram_token_map.h"
 
 namespace deepinfer::tools {
@@ -62,7 +63,17 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   if (e.tokenizer && !std::filesystem::exists(model_dir + "/engram_token_map.json")) {
     DI_ASSIGN_OR_RETURN(lo.engram_token_map, tokenizer::BuildEngramTokenMap(*e.tokenizer));
   }
+  DI_RETURN_IF_ERROR(CheckRanksAgree(model_dir, flags));
+  DI_ASSIGN_OR_RETURN(std::optional<dist::ExpertPlacement> placement,
+                      InitialExpertPlacement(model_dir, flags));
+  const int rank = dist::MpiWorld::Instance().rank();
+  if (placement) {
+    lo.hold_expert = [&](int layer, int64_t expert) {
+      return placement->holds(layer, expert, rank);
+    };
+  }
   DI_ASSIGN_OR_RETURN(e.model, model::Model::Load(model_dir, lo));
+  if (placement) e.experts = AttachExpertExchange(e.model.get(), *std::move(placement), flags);
   engine::DeepSeekRunnerOptions ro;
   ro.index_key_mode =
       flags.mode == "owner" ? model::IndexKeyMode::kOwner : model::IndexKeyMode::kOfficial;

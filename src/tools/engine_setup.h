@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/deepseek_v41/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/expert_parallel_setup.h"
 
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's own namespace
 class App;
@@ -38,6 +39,14 @@ struct EngineFlags {
   std::string spec_policy = "cost";
   int64_t spec_length = 0;
   double spec_threshold = 0.5;
+  // Scale-out under mpirun (docs/scaleout.md): MoE expert parallelism over the ranks (on/off),
+  // EPLB every eplb_interval steps (0 = off) with eplb_redundant extra expert copies per layer.
+  std::string expert_parallel = "on";
+  int64_t eplb_interval = 0;
+  int64_t eplb_redundant = 0;
+
+  // Every flag and its value, one string (ranks compare theirs at start).
+  std::string Describe() const;
 };
 
 // Adds the engine flags above to a command (engine_flags.cc).
@@ -54,6 +63,11 @@ struct LoadedEngine {
   std::unique_ptr<engine::DeepSeekRunner> runner;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<api::StructuredOutputs> structured;  // with a tokenizer only
+  // Expert parallelism under mpirun (expert_parallel_setup.h); null otherwise.
+  std::unique_ptr<dist::MpiExpertExchange> experts;
+
+  // Runs the engine until every request is done (and, expert parallel, every rank's).
+  Status RunUntilIdle() { return RunEngineUntilIdle(*engine, experts.get()); }
 };
 
 StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::string& tokenizer_dir,

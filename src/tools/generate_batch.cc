@@ -218,7 +218,7 @@ StatusOr<std::vector<std::string>> RunBatchLines(LoadedEngine& e,
     auto id = e.engine->Add(*std::move(r));
     if (!id.ok()) raw->result["error"] = id.status().ToString();
   }
-  DI_RETURN_IF_ERROR(e.engine->RunUntilIdle());
+  DI_RETURN_IF_ERROR(e.RunUntilIdle());
   std::vector<std::string> out;
   out.reserve(jobs.size());
   for (const auto& job : jobs) out.push_back(JsonLine(job->result));

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# `mpirun -n 2|4 deepinfer generate --batch` (attention data parallel) prints the bytes the single
-# process prints, on the fixture model: greedy and seeded sampling, n > 1, logprobs, prompt
-# logprobs, a refused line, prefix-sharing prompts; speculation off and on.
+# `mpirun -n 2|4 deepinfer generate --batch` (attention data parallel, MoE expert parallel) prints
+# the bytes the single process prints, on the fixture model: greedy and seeded sampling, n > 1,
+# logprobs, prompt logprobs, a refused line, prefix-sharing prompts; speculation off and on;
+# experts spread over the ranks (the default), on every rank (--expert-parallel off), rebalanced
+# by EPLB every few steps with redundant copies, and under preemption. Ranks started with
+# different flags refuse to start, naming the rank.
 #   usage: mpi_generate_test.sh DEEPINFER_BIN MODEL_DIR
 set -euo pipefail
 BIN="$1"
@@ -20,23 +23,59 @@ cat > "$work/batch.jsonl" <<JSONL
 {"prompt_ids": [$long, 61, 62], "max_tokens": 6, "seed": 3, "temperature": 0.5}
 {"prompt_ids": [17], "max_tokens": 4, "temperature": -1}
 {"prompt_ids": [18, 19, 20, 21], "max_tokens": 9, "seed": 4, "temperature": 1.0, "repetition_penalty": 1.3, "min_tokens": 3}
+{"prompt_ids": [22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32], "max_tokens": 30, "seed": 5, "temperature": 0.9}
+{"prompt_ids": [33, 34, 35, 36, 37, 38], "max_tokens": 30, "seed": 6}
+{"prompt_ids": [$long, 70, 71, 72, 73], "max_tokens": 20, "seed": 8, "temperature": 0.7, "n": 2}
 JSONL
+lines=10
 fail=0
+# run NAME SPEC RANKS [FLAGS...]: compares against $work/one-SPEC.txt.
+run() {
+  local name="$1" spec="$2" n="$3"
+  shift 3
+  if ! "${MPIRUN[@]}" -n "$n" "$BIN" generate --model "$MODEL" --batch "$work/batch.jsonl" \
+      --spec "$spec" "$@" >"$work/out.txt" 2>"$work/out.err"; then
+    echo "$name: mpirun failed"; tail -5 "$work/out.err"; fail=1; return
+  fi
+  # cached_tokens says where the prefix cache served a prompt (which rank's cache), not output.
+  if diff <(sed -E 's/"cached_tokens":[0-9]+/"cached_tokens":C/' "$work/one-$spec.txt") \
+          <(sed -E 's/"cached_tokens":[0-9]+/"cached_tokens":C/' "$work/out.txt") >"$work/diff"; then
+    echo "$name: identical ($(wc -l <"$work/out.txt") lines)"
+  else
+    echo "$name: DIFFERENT"; head -c 2000 "$work/diff"; fail=1
+  fi
+}
+# expect NAME PATTERN: the last run's stderr has PATTERN.
+expect() {
+  grep -Eq "$2" "$work/out.err" || { echo "$1: stderr lacks /$2/"; cat "$work/out.err"; fail=1; }
+}
+
 for spec in off dspark; do
   "$BIN" generate --model "$MODEL" --batch "$work/batch.jsonl" --spec "$spec" \
-      >"$work/one.txt" 2>"$work/one.err" || { cat "$work/one.err"; exit 1; }
-  [ "$(wc -l <"$work/one.txt")" -eq 7 ] || { echo "single process: expected 7 lines"; exit 1; }
-  for n in 2 4; do
-    "${MPIRUN[@]}" -n "$n" "$BIN" generate --model "$MODEL" --batch "$work/batch.jsonl" \
-        --spec "$spec" >"$work/n$n.txt" 2>"$work/n$n.err" ||
-        { echo "mpirun -n $n (spec $spec) failed"; tail -5 "$work/n$n.err"; fail=1; continue; }
-    # cached_tokens says where the prefix cache served a prompt (which rank's cache), not output.
-    if diff <(sed -E 's/"cached_tokens":[0-9]+/"cached_tokens":C/' "$work/one.txt") \
-            <(sed -E 's/"cached_tokens":[0-9]+/"cached_tokens":C/' "$work/n$n.txt") >"$work/diff"; then
-      echo "spec $spec, $n ranks: identical ($(wc -l <"$work/n$n.txt") lines)"
-    else
-      echo "spec $spec, $n ranks: DIFFERENT"; head -c 2000 "$work/diff"; fail=1
-    fi
-  done
+      >"$work/one-$spec.txt" 2>"$work/one.err" || { cat "$work/one.err"; exit 1; }
+  [ "$(wc -l <"$work/one-$spec.txt")" -eq "$lines" ] || { echo "single process: expected $lines lines"; exit 1; }
 done
+
+run "EP, 2 ranks" off 2
+expect "EP, 2 ranks" "rank 1: [0-9]+ MoE calls.* [1-9][0-9]* remote"
+run "EP, 4 ranks" off 4
+run "EP, 4 ranks, DSpark" dspark 4
+run "DP only (--expert-parallel off), 2 ranks" off 2 --expert-parallel off
+expect "DP only" "^rank 1: [0-9]+ lines"
+grep -q "expert parallel over" "$work/out.err" && { echo "DP only: an expert exchange ran"; fail=1; }
+run "EPLB every 2 steps, 2 redundant, 2 ranks" off 2 --eplb-interval 2 --eplb-redundant 2
+run "EPLB every 3 steps, 4 redundant, 4 ranks, DSpark" dspark 4 --eplb-interval 3 --eplb-redundant 4
+expect "EPLB" "[1-9][0-9]* layer placements switched"
+run "EP under preemption, 2 ranks" off 2 --kv-budget 300K --max-running 8
+expect "EP under preemption" "[1-9][0-9]* preemptions"
+
+# Ranks that disagree refuse to start, every rank with the same message (no hang).
+if "${MPIRUN[@]}" -n 1 "$BIN" generate --model "$MODEL" --batch "$work/batch.jsonl" --max-running 8 : \
+    -n 1 "$BIN" generate --model "$MODEL" --batch "$work/batch.jsonl" --max-running 9 \
+    >"$work/out.txt" 2>"$work/out.err"; then
+  echo "mismatched flags: started anyway"; fail=1
+else
+  expect "mismatched flags" "rank 1 differs from rank 0 in its engine flags"
+  echo "mismatched flags: refused"
+fi
 exit "$fail"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/deepseek_v41/config.h"
+#include "model/deepseek_v41/expert_exchange.h"
 #include "model/deepseek_v41/index_key_schedule.h"
 #include "model/deepseek_v41/layer_descriptor.h"
 #include "model/deepseek_v41/sequence_state.h"
@@ -45,6 +46,7 @@ struct BatchContext {
   ThreadPool* pool = nullptr;
   IndexKeyMode index_key_mode = IndexKeyMode::kOfficial;
   const IndexKeySchedule* index_keys = nullptr;  // official mode's key choice per row
+  ExpertExchange* experts = nullptr;             // null: every routed expert runs here
 
   // RoPE frequencies per layer (rope_head_dim/2 fp32 each; kernels/cpu/rope.h).
   const std::vector<std::vector<float>>* rope_freqs = nullptr;

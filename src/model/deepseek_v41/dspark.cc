@@ -123,6 +123,7 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
   ctx.layers = &layers_;
   ctx.weights = &weights_;
   ctx.pool = pool_;
+  ctx.experts = experts_;
   ctx.rope_freqs = &rope_freqs_;
   ctx.n_rows = block;
 

@@ -43,8 +43,10 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadO
   // Every tensor's name, dtype, shape and block layout against the released layout: one error
   // lists all missing, unexpected and mismatched tensors.
   DI_RETURN_IF_ERROR(ValidateCheckpoint(*m->checkpoint_, m->config_));
-  DI_ASSIGN_OR_RETURN(m->weights_, LoadModelWeights(*m->checkpoint_, m->config_, m->layers_,
-                                                    options.residency, *m->pool_));
+  m->residency_ = options.residency;
+  DI_ASSIGN_OR_RETURN(m->weights_,
+                      LoadModelWeights(*m->checkpoint_, m->config_, m->layers_, options.residency,
+                                       *m->pool_, options.hold_expert));
   DI_ASSIGN_OR_RETURN(m->engram_plan_, BuildEngramHashPlan(m->config_));
   if (!m->config_.engram_layer_ids.empty()) {
     DI_RETURN_IF_ERROR(CheckEngramNumEmbeddings(m->engram_plan_, m->config_));
@@ -82,6 +84,32 @@ void Model::ApplyEngramLayer(int layer, const int64_t* hash_ids, int64_t rows,
   ApplyEngram(config_, *w.engram, hash_ids, rows, stream, *pool_);
 }
 
+Status Model::HoldExperts(int layer, std::span<const uint8_t> held) {
+  if (layer < 0 || layer >= static_cast<int>(layers_.size())) {
+    return InvalidArgument("no layer " + std::to_string(layer));
+  }
+  std::vector<ExpertWeights>& experts = weights_.layers[static_cast<size_t>(layer)].moe.experts;
+  if (held.size() != experts.size()) {
+    return InvalidArgument("layer " + std::to_string(layer) + " has " +
+                           std::to_string(experts.size()) + " routed experts, not " +
+                           std::to_string(held.size()));
+  }
+  // Load first, drop after: a failed load leaves the layer as it was.
+  std::vector<std::pair<size_t, ExpertWeights>> loaded;
+  for (size_t e = 0; e < experts.size(); ++e) {
+    if (held[e] == 0 || experts[e].held()) continue;
+    DI_ASSIGN_OR_RETURN(ExpertWeights w, LoadExpertWeights(*checkpoint_, config_,
+                                                           layers_[static_cast<size_t>(layer)],
+                                                           static_cast<int64_t>(e), residency_));
+    loaded.emplace_back(e, std::move(w));
+  }
+  for (auto& [e, w] : loaded) experts[e] = std::move(w);
+  for (size_t e = 0; e < experts.size(); ++e) {
+    if (held[e] == 0) experts[e] = ExpertWeights{};
+  }
+  return Status::Ok();
+}
+
 Status Model::ForwardPass(std::span<const ForwardInput> inputs, const ForwardOptions& options,
                           ForwardOutput* out) const {
   const ModelConfig& c = config_;
@@ -91,6 +119,7 @@ Status Model::ForwardPass(std::span<const ForwardInput> inputs, const ForwardOpt
   ctx.layers = &layers_;
   ctx.weights = &weights_;
   ctx.pool = pool_;
+  ctx.experts = experts_;
   ctx.index_key_mode = options.index_key_mode;
   ctx.index_keys = &index_keys_;
   ctx.rope_freqs = &rope_freqs_;

@@ -24,6 +24,7 @@
 #include "model/deepseek_v41/config.h"
 #include "model/deepseek_v41/engram_hash.h"
 #include "model/deepseek_v41/engram_token_map.h"
+#include "model/deepseek_v41/expert_exchange.h"
 #include "model/deepseek_v41/index_key_schedule.h"
 #include "model/deepseek_v41/layer_descriptor.h"
 #include "model/deepseek_v41/sequence_state.h"
@@ -96,6 +97,8 @@ struct LoadOptions {
   // from the tokenizer) must be given for a model with Engram layers.
   std::optional<EngramTokenMap> engram_token_map;
   WeightResidency residency = WeightResidency::kAuto;
+  // Expert parallelism: the routed experts this process holds (empty: all).
+  ExpertFilter hold_expert;
 };
 
 class Model {
@@ -111,6 +114,14 @@ class Model {
   ThreadPool& pool() const { return *pool_; }
 
   SequenceState NewSequence() const { return NewSequenceState(config_, layers_); }
+
+  // Expert parallelism (expert_exchange.h): where the routed products of every later forward
+  // and draft run (null: here, on the held experts). Set before any forward; not owned.
+  void set_expert_exchange(ExpertExchange* exchange) { experts_ = exchange; }
+  // Makes layer `layer` hold exactly the experts with held[e] != 0: loads the missing ones
+  // from the checkpoint (as Load would), then drops the others. Not during a forward. On error
+  // the layer is unchanged.
+  Status HoldExperts(int layer, std::span<const uint8_t> held);
 
   // Runs the backbone over `inputs` (one per sequence, no sequence twice). In official
   // index-key mode, rows that read index keys a later layer writes for earlier rows of the same
@@ -157,6 +168,8 @@ class Model {
   EngramTokenMap token_map_;
   std::vector<std::vector<float>> rope_freqs_;  // per layer
   ThreadPool* pool_ = nullptr;
+  WeightResidency residency_ = WeightResidency::kAuto;
+  ExpertExchange* experts_ = nullptr;
 };
 
 }  // namespace deepinfer::model

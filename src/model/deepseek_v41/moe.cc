@@ -11,9 +11,9 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/gemm_bf16.h"
-#include "kernels/cpu/mxfp4_gemm.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cpu/topk.h"
+#include "model/deepseek_v41/routed_experts.h"
 
 namespace deepinfer::model {
 namespace {
@@ -99,7 +99,7 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
     }
   }
 
-  sub.emplace("moe.routed");  // quantization, gathers, expert GEMMs, SwiGLU
+  sub.emplace("moe.routed");  // quantization, the exchange or the local experts
   // Activation quantized once for every expert that reads it.
   std::vector<uint16_t> xq(rows * dim);
   pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
@@ -107,104 +107,17 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
       kernels::QuantizeActScaledBf16(x + r * dim, dim, xq.data() + r * dim);
     }
   });
-  // Slots: every (row, chosen expert) pair, grouped by expert ascending (rows ascending within an
-  // expert); slot_of[r * top + k] is where row r's k-th choice sits.
-  std::vector<int64_t> slot_begin(n_exp + 1, 0), slot_row(rows * top), slot_of(rows * top);
-  std::vector<float> slot_w(rows * top);
-  for (int64_t i = 0; i < rows * top; ++i) ++slot_begin[chosen[i] + 1];
-  for (int64_t e = 0; e < n_exp; ++e) slot_begin[e + 1] += slot_begin[e];
-  {
-    std::vector<int64_t> fill(slot_begin.begin(), slot_begin.end() - 1);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t k = 0; k < top; ++k) {
-        const int64_t sl = fill[chosen[r * top + k]]++;
-        slot_row[sl] = r;
-        slot_w[sl] = weight[r * top + k];
-        slot_of[r * top + k] = sl;
-      }
-    }
+  // Pair r * top + k: row r's k-th choice.
+  std::vector<ExpertPair> pairs(rows * top);
+  for (int64_t i = 0; i < rows * top; ++i) {
+    pairs[i] = {static_cast<int32_t>(i / top), chosen[i], weight[i]};
   }
-  const int64_t n_slots = rows * top;
-  std::vector<uint16_t> xs(n_slots * dim), gu(n_slots * 2 * inter), h(n_slots * inter),
-      y(n_slots * dim);
-  const bool packed = std::all_of(mw.experts.begin(), mw.experts.begin() + n_exp,
-                                  [](const ExpertWeights& ew) { return ew.w13.has_value(); });
-  pool.ParallelFor(n_slots, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t sl = s0; sl < s1; ++sl) {
-      const int64_t e =
-          std::upper_bound(slot_begin.begin(), slot_begin.end(), sl) - slot_begin.begin() - 1;
-      // MXFP4 experts read the quantized activation, bf16 experts x as is.
-      const uint16_t* src = mw.experts[e].mxfp4() ? xq.data() : x;
-      std::copy_n(src + slot_row[sl] * dim, dim, xs.data() + sl * dim);
-    }
-  });
-  // gu rows [s0, s1) -> h rows (SwiGLU with the routing weight); quantized in place for MXFP4.
-  auto swiglu = [&](int64_t s0, int64_t s1, bool quantize) {
-    pool.ParallelFor(s1 - s0, 1, [&](int64_t a, int64_t b) {
-      SwiGluRows(gu.data() + (s0 + a) * 2 * inter, gu.data() + (s0 + a) * 2 * inter + inter,
-                 2 * inter, slot_w.data() + s0 + a, b - a, inter, limit,
-                 h.data() + (s0 + a) * inter);
-      if (quantize) {
-        std::vector<uint16_t> tmp(inter);
-        for (int64_t sl = s0 + a; sl < s0 + b; ++sl) {
-          kernels::QuantizeActScaledBf16(h.data() + sl * inter, inter, tmp.data());
-          std::copy_n(tmp.data(), inter, h.data() + sl * inter);
-        }
-      }
-    });
-  };
-  if (packed) {
-    // Packed MXFP4: all experts' w1|w3 in one call, then all w2 (one thread hand-off each at
-    // decode instead of one per expert and matrix).
-    std::vector<kernels::Mxfp4Job> jobs;
-    for (int64_t e = 0; e < n_exp; ++e) {
-      const int64_t s0 = slot_begin[e], m = slot_begin[e + 1] - s0;
-      if (m == 0) continue;
-      jobs.push_back({mw.experts[e].w13->view(), xs.data() + s0 * dim, m, dim,
-                      gu.data() + s0 * 2 * inter, DType::kBF16, 2 * inter});
-    }
-    {
-      ScopedPhase gemm("moe.routed.gemm");
-      kernels::Mxfp4GemmMany(jobs, &pool);
-    }
-    swiglu(0, n_slots, /*quantize=*/true);
-    jobs.clear();
-    for (int64_t e = 0; e < n_exp; ++e) {
-      const int64_t s0 = slot_begin[e], m = slot_begin[e + 1] - s0;
-      if (m == 0) continue;
-      jobs.push_back({mw.experts[e].w2->view(), h.data() + s0 * inter, m, inter,
-                      y.data() + s0 * dim, DType::kBF16, dim});
-    }
-    ScopedPhase gemm("moe.routed.gemm");
-    kernels::Mxfp4GemmMany(jobs, &pool);
+  const uint16_t* act = ExpertInputIsQuantized(c) ? xq.data() : x;
+  std::vector<uint16_t> y(rows * top * dim);
+  if (ctx.experts != nullptr) {
+    ctx.experts->RunRouted(li, act, rows, pairs, y.data());
   } else {
-    for (int64_t e = 0; e < n_exp; ++e) {
-      const int64_t s0 = slot_begin[e], m = slot_begin[e + 1] - s0;
-      if (m == 0) continue;
-      const ExpertWeights& ew = mw.experts[e];
-      const uint16_t* xe = xs.data() + s0 * dim;
-      uint16_t* ge = gu.data() + s0 * 2 * inter;
-      uint16_t* he = h.data() + s0 * inter;
-      uint16_t* ye = y.data() + s0 * dim;
-      if (ew.w1_mapped.weight) {
-        // Mapped MXFP4: the reference kernel on the checkpoint layout.
-        kernels::Mxfp4GemmRef(ew.w1_mapped.weight, ew.w1_mapped.scale, inter, dim, xe, m, dim, ge,
-                              DType::kBF16, 2 * inter);
-        kernels::Mxfp4GemmRef(ew.w3_mapped.weight, ew.w3_mapped.scale, inter, dim, xe, m, dim,
-                              ge + inter, DType::kBF16, 2 * inter);
-        swiglu(s0, s0 + m, /*quantize=*/true);
-        kernels::Mxfp4GemmRef(ew.w2_mapped.weight, ew.w2_mapped.scale, dim, inter, he, m, inter, ye,
-                              DType::kBF16, dim);
-      } else {
-        kernels::GemmBf16(ew.w1_bf16.bf16(), inter, dim, dim, xe, m, dim, ge, DType::kBF16,
-                          2 * inter, &pool);
-        kernels::GemmBf16(ew.w3_bf16.bf16(), inter, dim, dim, xe, m, dim, ge + inter, DType::kBF16,
-                          2 * inter, &pool);
-        swiglu(s0, s0 + m, /*quantize=*/false);
-        kernels::GemmBf16(ew.w2_bf16.bf16(), dim, inter, inter, he, m, inter, ye, DType::kBF16, dim,
-                          &pool);
-      }
-    }
+    RunExpertPairs(c, mw, pool, act, pairs, y.data());
   }
 
   sub.emplace("moe.shared");
@@ -224,11 +137,12 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
     std::vector<int64_t> order(top);
     std::vector<float> acc(dim);
     for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t k = 0; k < top; ++k) order[k] = slot_of[r * top + k];
-      std::sort(order.begin(), order.end());  // slots are grouped by expert ascending
+      for (int64_t k = 0; k < top; ++k) order[k] = r * top + k;
+      std::sort(order.begin(), order.end(),
+                [&](int64_t a, int64_t b) { return chosen[a] < chosen[b]; });
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t sl : order) {
-        const uint16_t* ye = y.data() + sl * dim;
+      for (int64_t i : order) {
+        const uint16_t* ye = y.data() + i * dim;
         for (int64_t j = 0; j < dim; ++j) acc[j] = acc[j] + Bf16ToFloat(ye[j]);
       }
       const uint16_t* yr = ys.data() + r * dim;

@@ -5,6 +5,8 @@
 //   expert e: g = w1·x, u = w3·x (FP8-quantized x, bf16 out), clamps, h = bf16(w·silu(g)·u),
 //             y_e = w2·h (bf16)
 //   y = bf16(Σ_e y_e (fp32, experts in ascending index) + shared(x))
+// The routing and the sum run here; the (row, expert) products run in ctx.experts when set (an
+// expert-parallel exchange, expert_exchange.h), else here (routed_experts.h).
 #pragma once
 
 #include <cstdint>

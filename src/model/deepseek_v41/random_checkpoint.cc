@@ -205,6 +205,15 @@ void FillReal(const WeightSpec& w, const Geometry& g, Rng& rng, int64_t n, std::
   }
 }
 
+// A router bias made to prefer low expert indices: expert e gets skew * (1 - e / (E - 1)) more,
+// so a blocked expert placement loads the first ranks most (EPLB benchmarks).
+void SkewRouterBias(float skew, int64_t first, int64_t count, int64_t n_experts, float* bias) {
+  const float span = static_cast<float>(std::max<int64_t>(n_experts - 1, 1));
+  for (int64_t i = 0; i < count; ++i) {
+    bias[i] += skew * (1.0f - static_cast<float>(first + i) / span);
+  }
+}
+
 void FillTile32(const WeightSpec& w, const Geometry& g, Rng& rng, int64_t r0, int64_t n,
                 std::byte* out, uint8_t* scales) {
   const float sd = StdOf(w);
@@ -356,6 +365,10 @@ class Generator {
             case WeightLayout::kBf16:
             case WeightLayout::kF32:
               FillReal(w, g, rng, n, out);
+              if (options_.router_skew != 0.0f && w.name.ends_with(".ffn.gate.bias")) {
+                SkewRouterBias(options_.router_skew, r0 * g.cols, n * g.cols, w.shape[0],
+                               reinterpret_cast<float*>(out));
+              }
               break;
             case WeightLayout::kFp8Tile32:
               FillTile32(w, g, rng, r0, n, out, scales.data());

@@ -40,6 +40,9 @@ struct RandomCheckpointOptions {
   uint64_t max_shard_bytes = 0;  // 0: one model.safetensors; else shards + index
   bool show_progress = true;     // progress bar on stderr (TTY only)
   ThreadPool* pool = nullptr;    // nullptr: ThreadPool::Default()
+  // Added to every router bias: expert e gets router_skew * (1 - e / (E - 1)), so low experts are
+  // chosen more (a reproducible skewed expert load for EPLB; 0 = the plain draw).
+  float router_skew = 0.0f;
 };
 
 // Writes DIR/model.safetensors (or DIR/model-0000i-of-0000n.safetensors + the index) and, when the

@@ -219,6 +219,22 @@ class TensorLoader {
     return out;
   }
 
+  // An expert this process does not hold: its tensors are checked, nothing is loaded.
+  void CheckExpert(const std::string& prefix, int64_t dim, int64_t inter) {
+    const bool fp4 = config_.expert_dtype == WeightFormat::kFp4;
+    const std::pair<const char*, std::pair<int64_t, int64_t>> mats[] = {
+        {".w1", {inter, dim}}, {".w3", {inter, dim}}, {".w2", {dim, inter}}};
+    for (const auto& [name, shape] : mats) {
+      const auto [n, k] = shape;
+      if (fp4) {
+        Get(prefix + name + ".weight", DType::kI8, {n, k / 2});
+        Get(prefix + name + ".scale", DType::kF8E8M0, {n, k / 32});
+      } else {
+        Bf16Matrix(prefix + name + ".weight", n, k);
+      }
+    }
+  }
+
   ExpertWeights Expert(const std::string& prefix, int64_t dim, int64_t inter) {
     ExpertWeights e;
     if (config_.expert_dtype != WeightFormat::kFp4) {
@@ -337,15 +353,21 @@ AttentionWeights LoadAttention(TensorLoader& t, const std::string& p, const Laye
   return a;
 }
 
-MoeWeights LoadMoe(TensorLoader& t, const std::string& p, const LayerDescriptor& d,
-                   const ModelConfig& c) {
+MoeWeights LoadMoe(TensorLoader& t, const std::string& p, int layer, const LayerDescriptor& d,
+                   const ModelConfig& c, const ExpertFilter& hold) {
   MoeWeights m;
   const int64_t dim = c.dim, inter = c.moe_inter_dim, experts = d.n_routed_experts;
   m.gate = t.Bf16Matrix(p + ".gate.weight", experts, dim);
   m.gate_bias = t.F32(p + ".gate.bias", {experts});
   m.experts.reserve(experts);
   for (int64_t e = 0; e < experts; ++e) {
-    m.experts.push_back(t.Expert(p + ".experts." + std::to_string(e), dim, inter));
+    const std::string name = p + ".experts." + std::to_string(e);
+    if (!hold || hold(layer, e)) {
+      m.experts.push_back(t.Expert(name, dim, inter));
+    } else {
+      t.CheckExpert(name, dim, inter);
+      m.experts.emplace_back();
+    }
   }
   m.shared.w1 = t.Dense(p + ".shared_experts.w1", inter, dim);
   m.shared.w2 = t.Dense(p + ".shared_experts.w2", dim, inter);
@@ -380,7 +402,8 @@ EngramWeights LoadEngram(TensorLoader& t, const std::string& p, const LayerDescr
 
 StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint, const ModelConfig& c,
                                         const std::vector<LayerDescriptor>& layers,
-                                        WeightResidency residency, ThreadPool& pool) {
+                                        WeightResidency residency, ThreadPool& pool,
+                                        const ExpertFilter& hold) {
   if (c.vision_enabled()) {
     return Unimplemented("vision tower checkpoints are not supported yet");
   }
@@ -402,7 +425,7 @@ StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint, const 
     lw.hc_attn = LoadHc(t, p, "attn", c);
     lw.hc_ffn = LoadHc(t, p, "ffn", c);
     lw.attn = LoadAttention(t, p + ".attn", d, c);
-    lw.moe = LoadMoe(t, p + ".ffn", d, c);
+    lw.moe = LoadMoe(t, p + ".ffn", static_cast<int>(i), d, c, hold);
     if (d.has_engram()) lw.engram = LoadEngram(t, p + ".engram", d, c);
     if (d.has_main_proj) {
       const int64_t taps = static_cast<int64_t>(c.dspark_target_layer_ids.size());
@@ -421,6 +444,20 @@ StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint, const 
   }
   DI_RETURN_IF_ERROR(t.Finish());
   return w;
+}
+
+StatusOr<ExpertWeights> LoadExpertWeights(const io::Checkpoint& checkpoint, const ModelConfig& c,
+                                          const LayerDescriptor& layer, int64_t expert,
+                                          WeightResidency residency) {
+  if (expert < 0 || expert >= layer.n_routed_experts) {
+    return InvalidArgument(layer.name + " has no routed expert " + std::to_string(expert));
+  }
+  TensorLoader t(checkpoint, c,
+                 ResolveResidency(residency, checkpoint.total_bytes()) == WeightResidency::kPacked);
+  ExpertWeights e =
+      t.Expert(layer.name + ".ffn.experts." + std::to_string(expert), c.dim, c.moe_inter_dim);
+  DI_RETURN_IF_ERROR(t.Finish());
+  return e;
 }
 
 WeightResidency ResolveResidency(WeightResidency requested, uint64_t tensor_bytes) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,8 @@ struct ExpertWeights {
   bool mxfp4() const { return w13.has_value() || w1_mapped.weight != nullptr; }
   // bf16 experts (a bf16 checkpoint): plain matrices.
   PlainMatrix w1_bf16, w3_bf16, w2_bf16;
+  // Whether this process holds the expert (expert parallelism loads only a rank's own).
+  bool held() const { return mxfp4() || w1_bf16.data != nullptr; }
 };
 
 struct SharedExpertWeights {
@@ -158,11 +161,21 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // backbone then DSpark stages (descriptor order)
 };
 
+// Which routed experts this process holds: (layer index, expert) -> held. Empty = all of them.
+using ExpertFilter = std::function<bool(int layer, int64_t expert)>;
+
 // Builds the weights of `config` from `checkpoint` (which must outlive the result). Packing runs
-// on `pool`. Fails with one message listing every missing or mis-shaped tensor it needs.
+// on `pool`. Fails with one message listing every missing or mis-shaped tensor it needs (the
+// tensors of experts `hold` leaves out are checked too, but not loaded).
 StatusOr<ModelWeights> LoadModelWeights(const io::Checkpoint& checkpoint, const ModelConfig& config,
                                         const std::vector<LayerDescriptor>& layers,
-                                        WeightResidency residency, ThreadPool& pool);
+                                        WeightResidency residency, ThreadPool& pool,
+                                        const ExpertFilter& hold = {});
+
+// One routed expert of `layer`, loaded as LoadModelWeights would (expert placement changes).
+StatusOr<ExpertWeights> LoadExpertWeights(const io::Checkpoint& checkpoint,
+                                          const ModelConfig& config, const LayerDescriptor& layer,
+                                          int64_t expert, WeightResidency residency);
 
 // kAuto resolved for a checkpoint of `tensor_bytes`.
 WeightResidency ResolveResidency(WeightResidency requested, uint64_t tensor_bytes);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
@@ -21,6 +22,7 @@ namespace {
 constexpr int64_t kInCall = 0;     // in a MoE call
 constexpr int64_t kEndedIdle = 1;  // step ended, no more work
 constexpr int64_t kEndedMore = 2;  // step ended, more work
+constexpr size_t kHead = 3;        // header fields before the per-rank counts
 // EPLB: a layer whose placement splits the window's rows within this imbalance keeps it, and a
 // plan must lower the imbalance by this much to be worth moving experts.
 constexpr double kBalancedEnough = 0.05;
@@ -104,23 +106,38 @@ StatusOr<bool> MpiExpertExchange::EndStep(bool more_work) {
   const int64_t mine = more_work ? kEndedMore : kEndedIdle;
   bool more = false;
   for (;;) {
-    const std::vector<int64_t> states = RunRound(mine, -1, nullptr, 0, {}, nullptr);
-    if (std::all_of(states.begin(), states.end(), [](int64_t s) { return s != kInCall; })) {
-      more = std::any_of(states.begin(), states.end(), [](int64_t s) { return s == kEndedMore; });
-      break;
+    const RoundStates r = RunRound(mine, -1, nullptr, 0, {}, nullptr);
+    if (std::any_of(r.state.begin(), r.state.end(), [](int64_t s) { return s == kInCall; })) {
+      continue;
     }
+    more = std::any_of(r.state.begin(), r.state.end(), [](int64_t s) { return s == kEndedMore; });
+    // A staged placement switches in the first step end at which every rank has it loaded; a
+    // rank that failed to load cancels it everywhere. Every rank sees the same flags.
+    if (staging_.valid() &&
+        std::all_of(r.staging.begin(), r.staging.end(), [](int64_t s) { return s != kStaging; })) {
+      const bool failed = std::any_of(r.staging.begin(), r.staging.end(),
+                                      [](int64_t s) { return s == kStagingFailed; });
+      DI_RETURN_IF_ERROR(FinishStaging(!failed));
+    }
+    break;
   }
   ++steps_;
-  if (options_.eplb_interval > 0 && steps_ % options_.eplb_interval == 0) {
+  if (options_.eplb_interval > 0 && steps_ % options_.eplb_interval == 0 && !staging_.valid()) {
     DI_RETURN_IF_ERROR(Rebalance());
   }
   return more;
 }
 
-std::vector<int64_t> MpiExpertExchange::RunRound(int64_t state, int layer, const uint16_t* act,
-                                                 int64_t n_act,
-                                                 std::span<const model::ExpertPair> pairs,
-                                                 uint16_t* y) {
+int64_t MpiExpertExchange::StagingState() const {
+  if (!staging_.valid()) return kStagingNone;
+  if (staging_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return kStaging;
+  return staging_ok_ ? kStagingReady : kStagingFailed;
+}
+
+MpiExpertExchange::RoundStates MpiExpertExchange::RunRound(int64_t state, int layer,
+                                                           const uint16_t* act, int64_t n_act,
+                                                           std::span<const model::ExpertPair> pairs,
+                                                           uint16_t* y) {
   ++stats_.rounds;
   const model::ModelConfig& c = model_->config();
   const int64_t dim = c.dim;
@@ -154,29 +171,31 @@ std::vector<int64_t> MpiExpertExchange::RunRound(int64_t state, int layer, const
   stats_.pairs_local += static_cast<int64_t>(out[self].pairs.size());
   stats_.pairs_remote += static_cast<int64_t>(pairs.size() - out[self].pairs.size());
 
-  // 1. Headers: [state, layer, bytes to each rank, pairs to each rank].
-  const size_t width = 2 + 2 * n;
+  // 1. Headers: [state, layer, staging, bytes to each rank, pairs to each rank].
+  const size_t width = kHead + 2 * n;
   std::vector<int64_t> header(width, 0), headers(width * n);
   header[0] = state;
   header[1] = layer;
+  header[2] = StagingState();
   for (size_t t = 0; t < n; ++t) {
     if (t == self) continue;
     const auto np = static_cast<int64_t>(out[t].pairs.size());
-    header[2 + t] = out[t].pairs.empty()
-                        ? 0
-                        : np * kPairBytes + static_cast<int64_t>(out[t].rows.size()) * dim * 2;
-    header[2 + n + t] = np;
+    header[kHead + t] = out[t].pairs.empty()
+                            ? 0
+                            : np * kPairBytes + static_cast<int64_t>(out[t].rows.size()) * dim * 2;
+    header[kHead + n + t] = np;
   }
   {
     MpiTimer timer(&stats_.exchange_seconds);
     MPI_Allgather(header.data(), static_cast<int>(width), MPI_INT64_T, headers.data(),
                   static_cast<int>(width), MPI_INT64_T, MPI_COMM_WORLD);
   }
-  std::vector<int64_t> states(n);
+  RoundStates states;
   int64_t total_bytes = 0;
   for (size_t r = 0; r < n; ++r) {
-    states[r] = headers[r * width];
-    for (size_t t = 0; t < n; ++t) total_bytes += headers[r * width + 2 + t];
+    states.state.push_back(headers[r * width]);
+    states.staging.push_back(headers[r * width + 2]);
+    for (size_t t = 0; t < n; ++t) total_bytes += headers[r * width + kHead + t];
   }
 
   // 2. Payload: per destination its pairs, then its activation rows.
@@ -185,8 +204,8 @@ std::vector<int64_t> MpiExpertExchange::RunRound(int64_t state, int layer, const
   if (total_bytes > 0) {
     std::vector<int64_t> send_bytes(n), recv_bytes(n);
     for (size_t t = 0; t < n; ++t) {
-      send_bytes[t] = header[2 + t];
-      recv_bytes[t] = headers[t * width + 2 + self];
+      send_bytes[t] = header[kHead + t];
+      recv_bytes[t] = headers[t * width + kHead + self];
     }
     const Layout sl(send_bytes), rl(recv_bytes);
     std::vector<uint8_t> send(static_cast<size_t>(sl.total));
@@ -214,7 +233,7 @@ std::vector<int64_t> MpiExpertExchange::RunRound(int64_t state, int layer, const
       Incoming in;
       in.source = static_cast<int>(s);
       in.layer = static_cast<int>(headers[s * width + 1]);
-      const int64_t np = headers[s * width + 2 + n + self];
+      const int64_t np = headers[s * width + kHead + n + self];
       const uint8_t* p = recv.data() + rl.displs[s];
       in.pairs.resize(static_cast<size_t>(np));
       std::memcpy(in.pairs.data(), p, static_cast<size_t>(np * kPairBytes));
@@ -302,11 +321,12 @@ std::vector<int64_t> MpiExpertExchange::RunRound(int64_t state, int layer, const
 }
 
 Status MpiExpertExchange::Rebalance() {
-  ScopedPhase phase("eplb.rebalance");
+  ScopedPhase phase("eplb.plan");
   if (stats_.imbalance_first_window < 0) {
     stats_.imbalance_first_window = WindowImbalance();
     std::fill(window_rows_.begin(), window_rows_.end(), 0);  // from here on: "after"
   }
+  std::vector<Switch> switches;
   for (int l = 0; l < placement_.n_layers(); ++l) {
     std::vector<int64_t>& load = loads_[static_cast<size_t>(l)];
     std::vector<int64_t> total(load.size());
@@ -317,33 +337,63 @@ Status MpiExpertExchange::Rebalance() {
         PlanExpertLayer(total, n_ranks_, options_.eplb_redundant);
     if (!plan.ok()) return plan.status();
     std::vector<std::vector<int>> current(total.size());
-    for (size_t e = 0; e < total.size(); ++e)
+    for (size_t e = 0; e < total.size(); ++e) {
       current[e] = placement_.holders(l, static_cast<int64_t>(e));
+    }
     // Keep a placement that is balanced enough, or one the plan does not clearly beat (the
     // same decision on every rank: the loads are the all-reduced ones).
     const double now = PlacementImbalance(total, current, n_ranks_);
     if (now <= kBalancedEnough || PlacementImbalance(total, *plan, n_ranks_) > now - kGainNeeded) {
       continue;
     }
-    const std::vector<uint8_t> before = placement_.HeldBy(l, rank_);
+    switches.push_back({l, std::move(*plan)});
+  }
+  if (switches.empty()) return Status::Ok();
+  // Load the experts this rank gains on a thread of its own; forwards go on meanwhile.
+  std::vector<std::pair<int, std::vector<uint8_t>>> wanted;
+  for (const Switch& sw : switches) {
     ExpertPlacement next = placement_;
-    next.SetLayer(l, *plan);
-    const std::vector<uint8_t> after = next.HeldBy(l, rank_);
-    int64_t gained = 0;
-    for (size_t e = 0; e < after.size(); ++e) gained += after[e] && !before[e];
-    const Status held = model_->HoldExperts(l, after);
-    int ok = held.ok() ? 1 : 0, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all_ok == 0) {
-      // Some rank could not load its new experts: every rank goes back to the old placement.
-      DI_RETURN_IF_ERROR(model_->HoldExperts(l, before));
-      return held.ok() ? Internal("EPLB: another rank failed to load its experts for layer " +
-                                  std::to_string(l))
-                       : held;
+    next.SetLayer(sw.layer, sw.holders);
+    wanted.emplace_back(sw.layer, next.HeldBy(sw.layer, rank_));
+  }
+  pending_ = std::move(switches);
+  staging_ok_ = false;
+  const model::Model* model = model_;
+  staging_ = std::async(std::launch::async, [this, model, wanted = std::move(wanted)] {
+    std::vector<model::StagedExperts> staged;
+    for (const auto& [layer, held] : wanted) {
+      StatusOr<model::StagedExperts> s = model->StageExperts(layer, held);
+      if (!s.ok()) {
+        staging_error_ = s.status().ToString();
+        return staged;  // staging_ok_ stays false
+      }
+      staged.push_back(std::move(*s));
     }
-    placement_ = std::move(next);
+    staging_ok_ = true;
+    return staged;
+  });
+  return Status::Ok();
+}
+
+Status MpiExpertExchange::FinishStaging(bool adopt) {
+  ScopedPhase phase("eplb.switch");
+  std::vector<model::StagedExperts> staged = staging_.get();
+  std::vector<Switch> pending = std::move(pending_);
+  pending_.clear();
+  if (!adopt) {
+    // Every rank drops the plan; the old placement stays, and so do the bits.
+    stats_.failed_switches += static_cast<int64_t>(pending.size());
+    if (!staging_error_.empty()) {
+      std::fprintf(stderr, "EPLB: rank %d could not load its experts (%s); placement kept\n", rank_,
+                   staging_error_.c_str());
+    }
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    stats_.experts_loaded += static_cast<int64_t>(staged[i].loaded.size());
+    model_->AdoptExperts(std::move(staged[i]));
+    placement_.SetLayer(pending[i].layer, std::move(pending[i].holders));
     ++stats_.layer_switches;
-    stats_.experts_loaded += gained;
   }
   return Status::Ok();
 }

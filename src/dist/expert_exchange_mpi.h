@@ -19,26 +19,28 @@
 // another's step (prefill, decode, verify or DSpark draft calls).
 //
 // EPLB. Each rank counts the pairs its rows route to each expert (home counts). Every
-// `eplb_interval` ended steps, all ranks all-reduce the counts, compute the same plan
-// (eplb_planner.h) per layer, load the experts they gain and drop those they lose between two
-// steps, and switch together; the bytes do not change, since any copy of an expert gives the
-// same product.
+// `eplb_interval` ended steps, all ranks all-reduce the counts and compute the same plan
+// (eplb_planner.h) per layer. Each rank loads the experts it gains on a thread of its own while
+// steps go on (Model::StageExperts), and says so in every round header; at the first step end
+// where every rank has them, all ranks switch together (Model::AdoptExperts: swap in, drop the
+// lost ones). A rank that fails to load cancels the switch everywhere. The bytes do not change,
+// since any copy of an expert gives the same product.
 //
 // Threads: RunRouted and EndStep are called by one thread at a time (MPI_THREAD_SERIALIZED):
 // the engine's forward thread, then its loop thread after the step.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <future>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "dist/expert_placement.h"
 #include "model/deepseek_v41/expert_exchange.h"
-
-namespace deepinfer::model {
-class Model;
-}
+#include "model/deepseek_v41/model.h"
 
 namespace deepinfer::dist {
 
@@ -57,6 +59,7 @@ struct ExpertParallelStats {
   double exchange_seconds = 0.0;       // inside MPI calls
   std::vector<int64_t> rows_by_layer;  // (row, expert) pairs this rank ran, per layer
   int64_t layer_switches = 0;          // layers whose placement EPLB changed
+  int64_t failed_switches = 0;         // planned switches dropped (a rank failed to load)
   int64_t experts_loaded = 0;          // experts loaded by rebalances
   // Mean over layers of (max - mean) / mean of the rows each rank ran, over the steps before
   // the first rebalance (-1 until then).
@@ -84,12 +87,25 @@ class MpiExpertExchange final : public model::ExpertExchange {
   double WindowImbalance() const;
 
  private:
-  struct Round;
+  // Every rank's state and EPLB staging state in one round.
+  struct RoundStates {
+    std::vector<int64_t> state, staging;
+  };
+  // A layer's planned placement.
+  struct Switch {
+    int layer = 0;
+    std::vector<std::vector<int>> holders;
+  };
+  static constexpr int64_t kStagingNone = 0, kStaging = 1, kStagingReady = 2, kStagingFailed = 3;
+
   // One round; this rank in state `state` with `pairs` of `layer` (none when the step ended).
-  // Returns every rank's state.
-  std::vector<int64_t> RunRound(int64_t state, int layer, const uint16_t* act, int64_t n_act,
-                                std::span<const model::ExpertPair> pairs, uint16_t* y);
+  RoundStates RunRound(int64_t state, int layer, const uint16_t* act, int64_t n_act,
+                       std::span<const model::ExpertPair> pairs, uint16_t* y);
+  // Plans every layer from the all-reduced loads and starts staging the switches. Collective.
   Status Rebalance();
+  int64_t StagingState() const;
+  // Switches the staged layers (adopt) or drops them; the same on every rank.
+  Status FinishStaging(bool adopt);
 
   model::Model* model_;
   ExpertPlacement placement_;
@@ -100,6 +116,11 @@ class MpiExpertExchange final : public model::ExpertExchange {
   std::vector<std::vector<int64_t>> loads_;  // [layer][expert]: home counts since the last plan
   std::vector<int64_t> window_rows_;         // [layer]: rows run here before / since the first plan
   ExpertParallelStats stats_;
+  // EPLB switches being staged: the plan, the loading thread's result, whether it succeeded.
+  std::vector<Switch> pending_;
+  std::future<std::vector<model::StagedExperts>> staging_;
+  std::atomic<bool> staging_ok_{false};
+  std::string staging_error_;  // written by the loading thread before staging_ is ready
 };
 
 }  // namespace deepinfer::dist

@@ -62,6 +62,20 @@ std::vector<std::string> MpiWorld::GatherToRoot(const std::string& text) const {
   return out;
 }
 
+double MpiWorld::SumAll(double v) const {
+  if (!distributed()) return v;
+  double out = 0.0;
+  MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return out;
+}
+
+double MpiWorld::MaxAll(double v) const {
+  if (!distributed()) return v;
+  double out = 0.0;
+  MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
 std::vector<std::string> MpiWorld::AllGather(const std::string& text) const {
   std::vector<std::string> all = GatherToRoot(text);
   std::string packed;

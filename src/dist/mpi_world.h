@@ -24,6 +24,9 @@ class MpiWorld {
   std::string Broadcast(std::string text) const;
   // On rank 0: every rank's `text`, in rank order; elsewhere: empty.
   std::vector<std::string> GatherToRoot(const std::string& text) const;
+  // The sum / the maximum of every rank's `v`, on every rank.
+  double SumAll(double v) const;
+  double MaxAll(double v) const;
   // Every rank's `text`, in rank order, on every rank.
   std::vector<std::string> AllGather(const std::string& text) const;
 

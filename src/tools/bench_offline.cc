@@ -1,5 +1,7 @@
 #include "tools/bench_offline.h"
 
+#include "dist/mpi_world.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,6 +10,7 @@
 
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"
+#include "dist/mpi_world.h"
 #include "engine/engine.h"
 #include "model/deepseek_v41/cost_model.h"
 #include "tools/bench_stats.h"
@@ -197,15 +200,28 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
   std::mt19937_64 rng(options.seed * 1000003 + static_cast<uint64_t>(cfg.batch) * 31 +
                       static_cast<uint64_t>(cfg.prompt_len));
   const int64_t vocab = m.config().vocab_size;
-  std::vector<RequestTrace> traces(static_cast<size_t>(cfg.batch));
+  // Over N ranks (one instance), rank k runs requests k, k + N, ... of the same batch; a rank
+  // left without one still serves its experts.
+  const dist::MpiWorld& world = dist::MpiWorld::Instance();
+  const int64_t n_ranks = world.size();
+  r.ranks = static_cast<int>(n_ranks);
+  const int64_t mine = (cfg.batch - world.rank() + n_ranks - 1) / n_ranks;
+  std::vector<RequestTrace> traces(static_cast<size_t>(mine));
   std::vector<Delivery> deliveries;
-  deliveries.reserve(static_cast<size_t>(cfg.batch * cfg.decode_len));
+  deliveries.reserve(static_cast<size_t>(mine * cfg.decode_len));
   std::vector<engine::Request> requests;
   for (int64_t i = 0; i < cfg.batch; ++i) {
-    requests.push_back(MakeRequest(RandomIds(rng, cfg.prompt_len, vocab), cfg.decode_len,
-                                   &traces[static_cast<size_t>(i)], &deliveries));
+    std::vector<int32_t> prompt = RandomIds(rng, cfg.prompt_len, vocab);
+    if (i % n_ranks != world.rank()) continue;
+    requests.push_back(
+        MakeRequest(std::move(prompt), cfg.decode_len, &traces[requests.size()], &deliveries));
   }
+  const std::optional<dist::ExpertParallelStats> ep0 =
+      e.experts ? std::optional(e.experts->stats()) : std::nullopt;
   const engine::EngineStats stats0 = e.engine->stats();
+  // Every rank starts the clock together (the paired limit samples above take each rank its
+  // own time, and a rank's first MoE call waits for all of them).
+  world.MaxAll(0.0);
   const Clock::time_point t0 = Clock::now();
   for (engine::Request& req : requests) {
     DI_RETURN_IF_ERROR(e.engine->Add(std::move(req)).status());
@@ -231,7 +247,10 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
     all_first = std::max(all_first, *t.first);
     first_done = std::min(first_done, t.last);
   }
-  r.ttft_mean_s = ttft_sum / static_cast<double>(cfg.batch);
+  // The instance: the slowest rank's times, all ranks' tokens.
+  r.ttft_max_s = world.MaxAll(r.ttft_max_s);
+  r.ttft_mean_s = world.SumAll(ttft_sum) / static_cast<double>(cfg.batch);
+  r.total_s = world.MaxAll(r.total_s);
   const double prompt_tokens = static_cast<double>(cfg.batch * cfg.prompt_len);
   r.prefill_tokens_per_s = prompt_tokens / r.ttft_max_s;
   r.prefill_gflops =
@@ -242,8 +261,22 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
     if (d.t > all_first && d.t <= first_done) window_tokens += d.tokens;
   }
   const double window_s = Seconds(all_first, first_done);
-  if (window_tokens > 0 && window_s > 0) {
-    const double tps = static_cast<double>(window_tokens) / window_s;
+  const bool has_window = mine == 0 || (window_tokens > 0 && window_s > 0);
+  const bool window = world.MaxAll(has_window ? 0.0 : 1.0) == 0.0;
+  if (e.experts) {
+    const dist::ExpertParallelStats& ep1 = e.experts->stats();
+    const double steps = std::max<double>(1.0, static_cast<double>(r.steps));
+    r.ep_mb_per_step =
+        world.SumAll(static_cast<double>(ep1.bytes_sent - ep0->bytes_sent)) / 1e6 / steps;
+    // The rank that waited least: its time in MPI is the exchange itself, not waiting for
+    // another rank's compute.
+    r.ep_mpi_ms_per_step =
+        -world.MaxAll(-(ep1.exchange_seconds - ep0->exchange_seconds)) * 1e3 / steps;
+  }
+  if (window) {
+    // Each rank decodes its share in its own window; the instance's rate is their sum.
+    const double tps =
+        world.SumAll(mine == 0 ? 0.0 : static_cast<double>(window_tokens) / window_s);
     const double step_s = static_cast<double>(cfg.batch) / tps;
     r.decode_tokens_per_s = tps;
     r.decode_step_ms = step_s * 1e3;
@@ -321,6 +354,10 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   j["prompt_len"] = config.prompt_len;
   j["decode_len"] = config.decode_len;
   j["threads"] = threads;
+  j["ranks"] = ranks;
+  j["ep_mb_per_step"] = ep_mb_per_step ? nlohmann::ordered_json(*ep_mb_per_step) : nullptr;
+  j["ep_mpi_ms_per_step"] =
+      ep_mpi_ms_per_step ? nlohmann::ordered_json(*ep_mpi_ms_per_step) : nullptr;
   j["ttft_mean_ms"] = ttft_mean_s * 1e3;
   j["ttft_max_ms"] = ttft_max_s * 1e3;
   j["prefill_tokens_per_s"] = prefill_tokens_per_s;

@@ -63,7 +63,12 @@ struct OfflineResult {
   // Engine wall time of the configuration (EngineStats after - before): in steps, in the model's
   // forward calls, in speculative verification + drafting.
   double engine_step_s = 0, forward_s = 0, spec_s = 0;
-  int threads = 0;
+  int threads = 0;  // per rank
+  int ranks = 1;    // MPI ranks of the instance (mpirun -n)
+  // Expert parallel: MB all ranks sent over MPI per step (activations out, products back), and
+  // milliseconds inside MPI per step of the rank that spent least there (the others' include
+  // waiting for a slower rank).
+  std::optional<double> ep_mb_per_step, ep_mpi_ms_per_step;
   double load_avg_1m = -1;  // /proc/loadavg at the start (-1 when unreadable)
   nlohmann::ordered_json ToJson() const;
 };

@@ -1,5 +1,7 @@
 #include "tools/distributed_batch.h"
 
+#include <sys/resource.h>
+
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,6 +31,13 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// This process's peak resident set (getrusage reports KiB on Linux).
+int64_t PeakRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) / 1024;
 }
 
 }  // namespace
@@ -99,7 +108,8 @@ Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {
   const std::vector<std::string> figures = world.GatherToRoot(
       "rank " + std::to_string(world.rank()) + ": " + std::to_string(mine.size()) + " lines, " +
       std::to_string(st.steps) + " steps, " + std::to_string(st.tokens_computed) +
-      " tokens computed, " + std::to_string(st.preemptions) + " preemptions\n");
+      " tokens computed, " + std::to_string(st.preemptions) + " preemptions, peak RSS " +
+      std::to_string(PeakRssMiB()) + " MiB\n");
   for (const std::string& f : figures) std::cerr << f;
   if (e.experts) std::cerr << ExpertParallelReport(*e.experts);
   if (world.rank() != 0) return Status::Ok();

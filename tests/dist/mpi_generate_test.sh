@@ -78,4 +78,25 @@ else
   expect "mismatched flags" "rank 1 differs from rank 0 in its engine flags"
   echo "mismatched flags: refused"
 fi
+# A rank killed mid-run ends the instance (Open MPI 4.1 has no fault tolerance) within 30 s, and
+# mpirun's message names the rank; no rank hangs in a collective.
+for i in $(seq 0 399); do
+  echo "{\"prompt_ids\": [$((5 + i % 50)), 6, 7], \"max_tokens\": 240, \"ignore_eos\": true, \"seed\": $i}"
+done >"$work/long.jsonl"
+"${MPIRUN[@]}" -n 2 "$BIN" generate --model "$MODEL" --batch "$work/long.jsonl" \
+    >"$work/out.txt" 2>"$work/out.err" &
+job=$!
+sleep 2
+if ! pkill -9 -n -f "$BIN generate --model $MODEL --batch $work/long.jsonl"; then
+  echo "killed rank: the run ended before the kill"; fail=1
+fi
+start=$(date +%s)
+for _ in $(seq 1 30); do kill -0 "$job" 2>/dev/null || break; sleep 1; done
+if kill -0 "$job" 2>/dev/null; then
+  echo "killed rank: the instance still runs after 30 s"; kill -9 "$job"; fail=1
+else
+  wait "$job" && { echo "killed rank: exit status 0"; fail=1; }
+  expect "killed rank" "process rank [0-9]+ .*(signal 9|Killed)"
+  echo "killed rank: the instance ended after $(( $(date +%s) - start )) s"
+fi
 exit "$fail"

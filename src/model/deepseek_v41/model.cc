@@ -84,29 +84,44 @@ void Model::ApplyEngramLayer(int layer, const int64_t* hash_ids, int64_t rows,
   ApplyEngram(config_, *w.engram, hash_ids, rows, stream, *pool_);
 }
 
-Status Model::HoldExperts(int layer, std::span<const uint8_t> held) {
+StatusOr<StagedExperts> Model::StageExperts(int layer, std::span<const uint8_t> held) const {
   if (layer < 0 || layer >= static_cast<int>(layers_.size())) {
     return InvalidArgument("no layer " + std::to_string(layer));
   }
-  std::vector<ExpertWeights>& experts = weights_.layers[static_cast<size_t>(layer)].moe.experts;
+  const std::vector<ExpertWeights>& experts =
+      weights_.layers[static_cast<size_t>(layer)].moe.experts;
   if (held.size() != experts.size()) {
     return InvalidArgument("layer " + std::to_string(layer) + " has " +
                            std::to_string(experts.size()) + " routed experts, not " +
                            std::to_string(held.size()));
   }
-  // Load first, drop after: a failed load leaves the layer as it was.
-  std::vector<std::pair<size_t, ExpertWeights>> loaded;
+  StagedExperts staged;
+  staged.layer = layer;
+  staged.held.assign(held.begin(), held.end());
   for (size_t e = 0; e < experts.size(); ++e) {
+    // Reads held flags only: AdoptExperts, the one writer, runs on the caller's thread between
+    // forwards, never while a stage is in flight for the same model.
     if (held[e] == 0 || experts[e].held()) continue;
     DI_ASSIGN_OR_RETURN(ExpertWeights w, LoadExpertWeights(*checkpoint_, config_,
                                                            layers_[static_cast<size_t>(layer)],
                                                            static_cast<int64_t>(e), residency_));
-    loaded.emplace_back(e, std::move(w));
+    staged.loaded.emplace_back(e, std::move(w));
   }
-  for (auto& [e, w] : loaded) experts[e] = std::move(w);
+  return staged;
+}
+
+void Model::AdoptExperts(StagedExperts staged) {
+  std::vector<ExpertWeights>& experts =
+      weights_.layers[static_cast<size_t>(staged.layer)].moe.experts;
+  for (auto& [e, w] : staged.loaded) experts[e] = std::move(w);
   for (size_t e = 0; e < experts.size(); ++e) {
-    if (held[e] == 0) experts[e] = ExpertWeights{};
+    if (staged.held[e] == 0) experts[e] = ExpertWeights{};
   }
+}
+
+Status Model::HoldExperts(int layer, std::span<const uint8_t> held) {
+  DI_ASSIGN_OR_RETURN(StagedExperts staged, StageExperts(layer, held));
+  AdoptExperts(std::move(staged));
   return Status::Ok();
 }
 

@@ -91,6 +91,13 @@ struct DSparkExtendItem {
   int64_t rows = 0;
 };
 
+// Experts loaded for a layer's next placement (Model::StageExperts).
+struct StagedExperts {
+  int layer = 0;
+  std::vector<uint8_t> held;                             // the placement: 1 = hold
+  std::vector<std::pair<size_t, ExpertWeights>> loaded;  // experts it adds
+};
+
 struct LoadOptions {
   ThreadPool* pool = nullptr;  // null = ThreadPool::Default()
   // engram_token_map.json in the model folder is used when present; else this map (e.g. built
@@ -120,8 +127,13 @@ class Model {
   void set_expert_exchange(ExpertExchange* exchange) { experts_ = exchange; }
   // Makes layer `layer` hold exactly the experts with held[e] != 0: loads the missing ones
   // from the checkpoint (as Load would), then drops the others. Not during a forward. On error
-  // the layer is unchanged.
+  // the layer is unchanged. = StageExperts, then AdoptExperts.
   Status HoldExperts(int layer, std::span<const uint8_t> held);
+  // The two halves, for a switch without a pause: StageExperts loads the missing experts and
+  // may run on another thread while forwards go on (it only reads the checkpoint); AdoptExperts
+  // swaps them in and drops the others, between forwards, on the forward's side.
+  StatusOr<StagedExperts> StageExperts(int layer, std::span<const uint8_t> held) const;
+  void AdoptExperts(StagedExperts staged);
 
   // Runs the backbone over `inputs` (one per sequence, no sequence twice). In official
   // index-key mode, rows that read index keys a later layer writes for earlier rows of the same

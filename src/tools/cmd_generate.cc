@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/request_text.h"
+#include "dist/mpi_world.h"
 #include "tools/cli.h"
 #include "tools/distributed_batch.h"
 #include "tools/engine_setup.h"
@@ -59,7 +60,8 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 }
 
 Status GenerateOne(const GenerateArgs& a) {
-  DI_RETURN_IF_ERROR(SingleRankOnly("generate --prompt"));
+  // Over MPI ranks, rank 0 runs the request; the others serve their experts (expert parallel).
+  const bool lead = dist::MpiWorld::Instance().rank() == 0;
   const auto t_load = std::chrono::steady_clock::now();
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
   const double load_s =
@@ -95,9 +97,10 @@ Status GenerateOne(const GenerateArgs& a) {
     if (o.finished && *o.finished == engine::FinishReason::kError) error = o.error;
   };
   const auto t0 = std::chrono::steady_clock::now();
-  DI_RETURN_IF_ERROR(e.engine->Add(std::move(r)).status());
+  if (lead) DI_RETURN_IF_ERROR(e.engine->Add(std::move(r)).status());
   DI_RETURN_IF_ERROR(e.RunUntilIdle());
   const auto t1 = std::chrono::steady_clock::now();
+  if (!lead) return Status::Ok();
   std::printf("\n");
   DI_RETURN_IF_ERROR(error);
   const double prefill_s = std::chrono::duration<double>(t_first - t0).count();

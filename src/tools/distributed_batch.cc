@@ -69,7 +69,7 @@ Status SingleRankOnly(const char* what) {
   if (!world.distributed()) return Status::Ok();
   return Unimplemented(std::string(what) + " does not run over MPI ranks yet (" +
                        std::to_string(world.size()) +
-                       " ranks): start it without mpirun; `generate --batch` runs over ranks");
+                       " ranks): start it without mpirun; `generate` and `bench` run over ranks");
 }
 
 Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {

@@ -69,6 +69,16 @@ expect "EPLB" "[1-9][0-9]* layer placements switched"
 run "EP under preemption, 2 ranks" off 2 --kv-budget 300K --max-running 8
 expect "EP under preemption" "[1-9][0-9]* preemptions"
 
+# One prompt (generate --prompt-ids): rank 0 runs it, the other ranks serve their experts.
+one=(generate --model "$MODEL" --prompt-ids 5,6,7,8,9 --max-tokens 16 --seed 3 --temperature 0.8)
+"$BIN" "${one[@]}" >"$work/p1.txt" 2>/dev/null
+if "${MPIRUN[@]}" -n 2 "$BIN" "${one[@]}" >"$work/p2.txt" 2>"$work/out.err" &&
+    cmp -s "$work/p1.txt" "$work/p2.txt"; then
+  echo "generate --prompt-ids, 2 ranks: identical"
+else
+  echo "generate --prompt-ids, 2 ranks: DIFFERENT or failed"; cat "$work/out.err"; fail=1
+fi
+
 # Ranks that disagree refuse to start, every rank with the same message (no hang).
 if "${MPIRUN[@]}" -n 1 "$BIN" generate --model "$MODEL" --batch "$work/batch.jsonl" --max-running 8 : \
     -n 1 "$BIN" generate --model "$MODEL" --batch "$work/batch.jsonl" --max-running 9 \

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "core/check.h"
@@ -22,6 +23,7 @@ namespace {
 constexpr int64_t kInCall = 0;     // in a MoE call
 constexpr int64_t kEndedIdle = 1;  // step ended, no more work
 constexpr int64_t kEndedMore = 2;  // step ended, more work
+constexpr int64_t kStopped = 3;    // the instance stops (Stop)
 constexpr size_t kHead = 3;        // header fields before the per-rank counts
 // EPLB: a layer whose placement splits the window's rows within this imbalance keeps it, and a
 // plan must lower the imbalance by this much to be worth moving experts.
@@ -58,6 +60,20 @@ class MpiTimer {
   double* total_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// Waits for a request: polls for 200 µs, then sleeps 100 µs between polls, so that a rank whose
+// peers are idle (a server between requests) does not burn a core in MPI's progress loop.
+void WaitPolitely(MPI_Request* request) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return;
+    if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(200)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+}
 
 int ToInt(int64_t n) {
   CHECK_LE(n, int64_t{INT32_MAX}) << "an expert exchange message of more than 2 GiB";
@@ -107,6 +123,10 @@ StatusOr<bool> MpiExpertExchange::EndStep(bool more_work) {
   bool more = false;
   for (;;) {
     const RoundStates r = RunRound(mine, -1, nullptr, 0, {}, nullptr);
+    if (std::any_of(r.state.begin(), r.state.end(), [](int64_t s) { return s == kStopped; })) {
+      stopped_ = true;
+      return false;
+    }
     if (std::any_of(r.state.begin(), r.state.end(), [](int64_t s) { return s == kInCall; })) {
       continue;
     }
@@ -126,6 +146,12 @@ StatusOr<bool> MpiExpertExchange::EndStep(bool more_work) {
     DI_RETURN_IF_ERROR(Rebalance());
   }
   return more;
+}
+
+void MpiExpertExchange::Stop() {
+  if (stopped_) return;
+  RunRound(kStopped, -1, nullptr, 0, {}, nullptr);
+  stopped_ = true;
 }
 
 int64_t MpiExpertExchange::StagingState() const {
@@ -187,8 +213,10 @@ MpiExpertExchange::RoundStates MpiExpertExchange::RunRound(int64_t state, int la
   }
   {
     MpiTimer timer(&stats_.exchange_seconds);
-    MPI_Allgather(header.data(), static_cast<int>(width), MPI_INT64_T, headers.data(),
-                  static_cast<int>(width), MPI_INT64_T, MPI_COMM_WORLD);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallgather(header.data(), static_cast<int>(width), MPI_INT64_T, headers.data(),
+                   static_cast<int>(width), MPI_INT64_T, MPI_COMM_WORLD, &request);
+    WaitPolitely(&request);
   }
   RoundStates states;
   int64_t total_bytes = 0;

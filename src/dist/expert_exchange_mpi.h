@@ -79,6 +79,12 @@ class MpiExpertExchange final : public model::ExpertExchange {
   // calls it once per step, a rank without work too.
   StatusOr<bool> EndStep(bool more_work);
 
+  // Ends the instance's rounds: every rank's current or next EndStep returns false with
+  // stopped() set (a server's rank 0 calls it when it stops; the other ranks loop on EndStep until
+  // stopped()). Collective with those EndStep calls.
+  void Stop();
+  bool stopped() const { return stopped_; }
+
   const ExpertPlacement& placement() const { return placement_; }
   const ExpertParallelStats& stats() const { return stats_; }
   // Rows run per rank, summed over layers, since the start (every rank gets all ranks').
@@ -113,6 +119,7 @@ class MpiExpertExchange final : public model::ExpertExchange {
   int rank_ = 0;
   int n_ranks_ = 1;
   int64_t steps_ = 0;
+  bool stopped_ = false;
   std::vector<std::vector<int64_t>> loads_;  // [layer][expert]: home counts since the last plan
   std::vector<int64_t> window_rows_;         // [layer]: rows run here before / since the first plan
   ExpertParallelStats stats_;

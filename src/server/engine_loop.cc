@@ -9,7 +9,7 @@
 namespace deepinfer::server {
 
 EngineLoop::EngineLoop(engine::Engine* engine, EngineLoopOptions options)
-    : engine_(engine), options_(options) {}
+    : engine_(engine), options_(std::move(options)) {}
 
 EngineLoop::~EngineLoop() { Stop(); }
 
@@ -97,6 +97,12 @@ void EngineLoop::AddInbox(std::deque<Item>* items) {
   items->clear();
 }
 
+void EngineLoop::AfterStep() {
+  if (!options_.after_step) return;
+  const Status s = options_.after_step();
+  if (!s.ok()) std::fprintf(stderr, "engine: after the step: %s\n", s.ToString().c_str());
+}
+
 void EngineLoop::Run() {
   std::deque<Item> items;
   bool stop_seen = false;
@@ -128,7 +134,9 @@ void EngineLoop::Run() {
           std::fprintf(stderr, "engine: %s\n", s.ToString().c_str());
           break;
         }
+        AfterStep();
       }
+      if (options_.on_exit) options_.on_exit();
       return;
     }
     AddInbox(&items);
@@ -138,6 +146,7 @@ void EngineLoop::Run() {
     if (engine_->idle()) continue;
     const Status s = engine_->Step();
     if (!s.ok()) std::fprintf(stderr, "engine step failed: %s\n", s.ToString().c_str());
+    AfterStep();
     const engine::EngineStats stats = engine_->stats();
     std::lock_guard<std::mutex> lock(mu_);
     snapshot_.stats = stats;

@@ -26,6 +26,10 @@ struct EngineLoopOptions {
   // Most requests in the server at once (queued in the inbox, waiting or running in the engine);
   // Submit beyond it answers ResourceExhausted (HTTP 429).
   int64_t max_pending = 256;
+  // Called on the loop thread after every engine step, and once as the loop ends (after the
+  // last step); e.g. the expert exchange of an instance over MPI ranks (tools/cmd_serve.cc).
+  std::function<Status()> after_step;
+  std::function<void()> on_exit;
 };
 
 // What /metrics shows of the engine; refreshed by the loop after every step.
@@ -65,6 +69,7 @@ class EngineLoop {
     std::function<void(const Status&)> on_verdict;
   };
   void Run();
+  void AfterStep();
   void AddInbox(std::deque<Item>* items);
 
   engine::Engine* engine_;

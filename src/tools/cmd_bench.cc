@@ -13,7 +13,6 @@
 #include "dist/mpi_world.h"
 #include "tools/bench_offline.h"
 #include "tools/cli.h"
-#include "tools/distributed_batch.h"
 #include "tools/engine_setup.h"
 #include "tools/json_lines.h"
 

@@ -21,7 +21,6 @@
 #include "api/request_text.h"
 #include "dist/mpi_world.h"
 #include "tools/cli.h"
-#include "tools/distributed_batch.h"
 #include "tools/engine_setup.h"
 #include "tools/generate_batch.h"
 

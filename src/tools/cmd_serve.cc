@@ -3,6 +3,7 @@
 // (docs/server.md). Binds loopback by default; --api-key or DEEPINFER_API_KEY turns on Bearer
 // auth for every route but /health. SIGINT / SIGTERM drain in-flight requests and exit 0.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -10,12 +11,12 @@
 #include <fstream>
 #include <string>
 
+#include "dist/mpi_world.h"
 #include "server/engine_loop.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/server_context.h"
 #include "tools/cli.h"
-#include "tools/distributed_batch.h"
 #include "tools/engine_setup.h"
 
 namespace deepinfer::tools {
@@ -51,8 +52,22 @@ std::string CurlExample(const std::string& url, const std::string& model, bool a
   return s;
 }
 
+// A rank other than 0 of a server over MPI ranks: no HTTP, no requests; it serves its experts in
+// every MoE round of rank 0's steps and ends every step with it, until rank 0 stops.
+Status ServeExperts(LoadedEngine& e) {
+  std::signal(SIGTERM, SIG_IGN);  // rank 0 drains, then ends the rounds
+  std::signal(SIGINT, SIG_IGN);
+  while (!e.experts->stopped()) DI_RETURN_IF_ERROR(e.experts->EndStep(false).status());
+  return Status::Ok();
+}
+
 Status RunServe(ServeArgs& a) {
-  DI_RETURN_IF_ERROR(SingleRankOnly("serve"));
+  const dist::MpiWorld& world = dist::MpiWorld::Instance();
+  if (world.distributed() && a.engine.expert_parallel != "on") {
+    return Unimplemented(
+        "serve over MPI ranks runs expert parallel (rank 0 takes the requests, every rank holds "
+        "its experts); with --expert-parallel off the other ranks would have nothing to do");
+  }
   if (a.server.api_key.empty()) {
     if (const char* env = std::getenv("DEEPINFER_API_KEY")) a.server.api_key = env;
   }
@@ -60,6 +75,14 @@ Status RunServe(ServeArgs& a) {
   WarnIfRandom(a.model_dir);
   std::fprintf(stderr, "deepinfer serve: loading %s\n", a.model_dir.c_str());
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
+  if (world.rank() != 0) return ServeExperts(e);
+  // However rank 0 leaves (a start-up error, a bind failure, a stop), the other ranks' rounds end.
+  struct StopRounds {
+    dist::MpiExpertExchange* experts;
+    ~StopRounds() {
+      if (experts) experts->Stop();
+    }
+  } stop_rounds{e.experts.get()};
   if (!e.tokenizer) {
     return InvalidArgument(
         "serve needs a tokenizer: the model folder has no tokenizer.json "
@@ -67,6 +90,10 @@ Status RunServe(ServeArgs& a) {
   }
   server::EngineLoopOptions lo;
   lo.max_pending = a.max_pending;
+  if (e.experts) {
+    lo.after_step = [&e] { return e.experts->EndStep(false).status(); };
+    lo.on_exit = [&e] { e.experts->Stop(); };
+  }
   server::EngineLoop loop(e.engine.get(), lo);
   server::Metrics metrics;
   server::ServerContext ctx;

@@ -64,14 +64,6 @@ int64_t BatchLineWork(const LoadedEngine& e, const std::string& line) {
   return prompt + number("max_tokens", 16) * std::max<int64_t>(number("n", 1), 1);
 }
 
-Status SingleRankOnly(const char* what) {
-  const dist::MpiWorld& world = dist::MpiWorld::Instance();
-  if (!world.distributed()) return Status::Ok();
-  return Unimplemented(std::string(what) + " does not run over MPI ranks yet (" +
-                       std::to_string(world.size()) +
-                       " ranks): start it without mpirun; `generate` and `bench` run over ranks");
-}
-
 Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {
   const dist::MpiWorld& world = dist::MpiWorld::Instance();
   std::string message;

@@ -19,10 +19,6 @@ namespace deepinfer::tools {
 
 Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file);
 
-// Unimplemented, naming `what`, when this process is one of several MPI ranks: only
-// `generate --batch` runs over ranks so far (serve and bench would run N independent copies).
-Status SingleRankOnly(const char* what);
-
 // Tokens of work of one batch line (what the placement balances): its prompt tokens (prompt_ids,
 // or the tokenized prompt; bytes / 4 without a tokenizer) plus max_tokens (16 when absent) times
 // n. A line that is not a JSON object counts 1.

@@ -93,6 +93,18 @@ struct Layout {
   }
 };
 
+// One MPI_Alltoallv of bytes, counted in the stats (time inside MPI, bytes each way).
+void TimedAlltoallv(const void* send, const Layout& sl, void* recv, const Layout& rl,
+                    ExpertParallelStats* stats) {
+  {
+    MpiTimer timer(&stats->exchange_seconds);
+    MPI_Alltoallv(send, sl.counts.data(), sl.displs.data(), MPI_BYTE, recv, rl.counts.data(),
+                  rl.displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+  }
+  stats->bytes_sent += sl.total;
+  stats->bytes_received += rl.total;
+}
+
 }  // namespace
 
 MpiExpertExchange::MpiExpertExchange(model::Model* model, ExpertPlacement placement,
@@ -249,13 +261,7 @@ MpiExpertExchange::RoundStates MpiExpertExchange::RunRound(int64_t state, int la
       }
     }
     recv.resize(static_cast<size_t>(rl.total));
-    {
-      MpiTimer timer(&stats_.exchange_seconds);
-      MPI_Alltoallv(send.data(), sl.counts.data(), sl.displs.data(), MPI_BYTE, recv.data(),
-                    rl.counts.data(), rl.displs.data(), MPI_BYTE, MPI_COMM_WORLD);
-    }
-    stats_.bytes_sent += sl.total;
-    stats_.bytes_received += rl.total;
+    TimedAlltoallv(send.data(), sl, recv.data(), rl, &stats_);
     for (size_t s = 0; s < n; ++s) {
       if (recv_bytes[s] == 0) continue;
       Incoming in;
@@ -329,13 +335,7 @@ MpiExpertExchange::RoundStates MpiExpertExchange::RunRound(int64_t state, int la
                 send.begin() + sl.displs[static_cast<size_t>(in.source)] / 2);
     }
     std::vector<uint16_t> back(static_cast<size_t>(rl.total / 2));
-    {
-      MpiTimer timer(&stats_.exchange_seconds);
-      MPI_Alltoallv(send.data(), sl.counts.data(), sl.displs.data(), MPI_BYTE, back.data(),
-                    rl.counts.data(), rl.displs.data(), MPI_BYTE, MPI_COMM_WORLD);
-    }
-    stats_.bytes_sent += sl.total;
-    stats_.bytes_received += rl.total;
+    TimedAlltoallv(send.data(), sl, back.data(), rl, &stats_);
     for (size_t t = 0; t < n; ++t) {
       if (t == self) continue;
       const uint16_t* src = back.data() + rl.displs[t] / 2;

@@ -285,7 +285,7 @@ MpiExpertExchange::RoundStates MpiExpertExchange::RunRound(int64_t state, int la
     local.layer = layer;
     local.act = act;
     local.n_act = n_act;
-    local.pairs = out[self].pairs;
+    local.pairs = std::move(out[self].pairs);  // only pair_index is read after this
     by_layer[layer].push_back(&local);
   }
   for (Incoming& in : incoming) by_layer[in.layer].push_back(&in);

@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/phase_timer.h"
 #include "dist/eplb_planner.h"
+#include "dist/mpi_wait.h"
 #include "model/deepseek_v41/model.h"
 #include "model/deepseek_v41/routed_experts.h"
 
@@ -60,20 +61,6 @@ class MpiTimer {
   double* total_;
   std::chrono::steady_clock::time_point start_;
 };
-
-// Waits for a request: polls for 200 µs, then sleeps 100 µs between polls, so that a rank whose
-// peers are idle (a server between requests) does not burn a core in MPI's progress loop.
-void WaitPolitely(MPI_Request* request) {
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    int done = 0;
-    MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (done != 0) return;
-    if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(200)) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-  }
-}
 
 int ToInt(int64_t n) {
   CHECK_LE(n, int64_t{INT32_MAX}) << "an expert exchange message of more than 2 GiB";

@@ -2,12 +2,27 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <thread>
 
 #include "core/check.h"
+#include "dist/mpi_wait.h"
 
 namespace deepinfer::dist {
+
+void WaitPolitely(MPI_Request* request) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return;
+    if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(200)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+}
 
 MpiWorld& MpiWorld::Instance() {
   static MpiWorld world;
@@ -90,6 +105,47 @@ std::vector<std::string> MpiWorld::AllGather(const std::string& text) const {
     at = colon + 1 + len;
   }
   return out;
+}
+
+std::vector<std::string> MpiWorld::ExchangeWithRoot(const std::vector<std::string>& out) const {
+  const auto n = static_cast<size_t>(size_);
+  CHECK_EQ(out.size(), rank_ == 0 ? n : size_t{1}) << "ExchangeWithRoot: one text per peer";
+  if (!distributed()) return {std::string()};
+  // Sizes first (non-blocking, waited for politely: the others may be idle for long), then the
+  // texts in one Alltoallv.
+  std::vector<int64_t> send_sizes(n, 0), recv_sizes(n, 0);
+  for (size_t r = 0; r < n; ++r) {
+    if (rank_ == 0 && r != 0) send_sizes[r] = static_cast<int64_t>(out[r].size());
+    if (rank_ != 0 && r == 0) send_sizes[r] = static_cast<int64_t>(out[0].size());
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ialltoall(send_sizes.data(), 1, MPI_INT64_T, recv_sizes.data(), 1, MPI_INT64_T,
+                MPI_COMM_WORLD, &request);
+  WaitPolitely(&request);
+  std::vector<int> send_counts(n), send_displs(n), recv_counts(n), recv_displs(n);
+  std::string send, recv;
+  for (size_t r = 0; r < n; ++r) {
+    CHECK_LE(static_cast<int64_t>(send.size()) + send_sizes[r], int64_t{INT32_MAX})
+        << "an exchange with rank 0 of more than 2 GiB";
+    CHECK_LE(static_cast<int64_t>(recv.size()) + recv_sizes[r], int64_t{INT32_MAX})
+        << "an exchange with rank 0 of more than 2 GiB";
+    send_displs[r] = static_cast<int>(send.size());
+    send_counts[r] = static_cast<int>(send_sizes[r]);
+    if (send_sizes[r] > 0) send += rank_ == 0 ? out[r] : out[0];
+    recv_displs[r] = static_cast<int>(recv.size());
+    recv_counts[r] = static_cast<int>(recv_sizes[r]);
+    recv.resize(recv.size() + static_cast<size_t>(recv_sizes[r]));
+  }
+  MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), MPI_CHAR, recv.data(),
+                recv_counts.data(), recv_displs.data(), MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> in;
+  for (size_t r = 0; r < n; ++r) {
+    if (rank_ == 0 || r == 0) {
+      in.push_back(
+          recv.substr(static_cast<size_t>(recv_displs[r]), static_cast<size_t>(recv_counts[r])));
+    }
+  }
+  return in;
 }
 
 }  // namespace deepinfer::dist

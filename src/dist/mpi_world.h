@@ -29,6 +29,11 @@ class MpiWorld {
   double MaxAll(double v) const;
   // Every rank's `text`, in rank order, on every rank.
   std::vector<std::string> AllGather(const std::string& text) const;
+  // Rank 0 and every other rank swap one text each: on rank 0, `out` holds one text per rank
+  // (its own is ignored) and the result every rank's text (its own empty); on another rank, `out`
+  // holds its one text for rank 0 and the result rank 0's text for it. Waits politely for the
+  // others (mpi_wait.h), so a rank that waits for an idle rank 0 costs no core. Alone: {""}.
+  std::vector<std::string> ExchangeWithRoot(const std::vector<std::string>& out) const;
 
   MpiWorld(const MpiWorld&) = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;

@@ -30,7 +30,8 @@ void EngineLoop::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-Status EngineLoop::Submit(engine::Request request, std::function<void(const Status&)> on_verdict) {
+Status EngineLoop::Submit(engine::Request request, std::function<void(const Status&)> on_verdict,
+                          std::optional<RemoteForm> remote) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Internal("the server is shutting down");
@@ -39,16 +40,18 @@ Status EngineLoop::Submit(engine::Request request, std::function<void(const Stat
                                std::to_string(options_.max_pending) + "); retry later");
     }
     ++pending_;
-    // The pending count drops when the request's last output has been delivered.
+    // The pending count drops when the last sample's last output has been delivered.
     auto user = std::move(request.on_output);
-    request.on_output = [this, user = std::move(user)](const engine::RequestOutput& o) {
+    auto samples_left = std::make_shared<int>(std::max(request.params.n, 1));
+    request.on_output = [this, samples_left,
+                         user = std::move(user)](const engine::RequestOutput& o) {
       if (user) user(o);
-      if (o.finished) {
+      if (o.finished && --*samples_left == 0) {
         std::lock_guard<std::mutex> l(mu_);
         --pending_;
       }
     };
-    inbox_.push_back({std::move(request), std::move(on_verdict)});
+    inbox_.push_back({std::move(request), std::move(on_verdict), std::move(remote)});
   }
   cv_.notify_one();
   return Status::Ok();
@@ -74,33 +77,65 @@ int64_t EngineLoop::pending() const {
   return pending_;
 }
 
+void EngineLoop::AddLocal(Item* item) {
+  auto cancelled = item->request.cancelled;
+  if (options_.hub) options_.hub->TrackLocal(&item->request);
+  StatusOr<uint64_t> id = engine_->Add(std::move(item->request));
+  if (id.ok()) {
+    // Forget the flags of retired requests (no one else holds them any more).
+    if (live_.size() >= prune_at_) {
+      std::erase_if(live_, [](const auto& flag) { return flag.use_count() == 1; });
+      prune_at_ = std::max<size_t>(64, 2 * live_.size());
+    }
+    live_.push_back(std::move(cancelled));
+    if (item->on_verdict) item->on_verdict(Status::Ok());
+    return;
+  }
+  if (options_.hub) options_.hub->UntrackLocal(*cancelled);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --pending_;
+  }
+  if (item->on_verdict) item->on_verdict(id.status());
+}
+
 void EngineLoop::AddInbox(std::deque<Item>* items) {
   for (Item& item : *items) {
-    auto cancelled = item.request.cancelled;
-    StatusOr<uint64_t> id = engine_->Add(std::move(item.request));
-    if (id.ok()) {
-      // Forget the flags of retired requests (no one else holds them any more).
-      if (live_.size() >= prune_at_) {
-        std::erase_if(live_, [](const auto& flag) { return flag.use_count() == 1; });
-        prune_at_ = std::max<size_t>(64, 2 * live_.size());
-      }
-      live_.push_back(std::move(cancelled));
-      if (item.on_verdict) item.on_verdict(Status::Ok());
-    } else {
-      {
+    const int rank = options_.hub && item.remote ? options_.hub->Place(item.request) : 0;
+    if (rank == 0) {
+      AddLocal(&item);
+      continue;
+    }
+    // Refused there: the pending count drops here, as for a local refusal.
+    auto on_verdict = [this, user = std::move(item.on_verdict)](const Status& verdict) {
+      if (!verdict.ok()) {
         std::lock_guard<std::mutex> lock(mu_);
         --pending_;
       }
-      if (item.on_verdict) item.on_verdict(id.status());
-    }
+      if (user) user(verdict);
+    };
+    options_.hub->Ship(rank, std::move(item.request), std::move(*item.remote),
+                       std::move(on_verdict));
   }
   items->clear();
 }
 
+void EngineLoop::CancelEverything() {
+  for (const auto& flag : live_) flag->store(true);
+  if (options_.hub) options_.hub->CancelAll();
+}
+
 void EngineLoop::AfterStep() {
-  if (!options_.after_step) return;
-  const Status s = options_.after_step();
-  if (!s.ok()) std::fprintf(stderr, "engine: after the step: %s\n", s.ToString().c_str());
+  if (options_.after_step) {
+    const Status s = options_.after_step();
+    if (!s.ok()) std::fprintf(stderr, "engine: after the step: %s\n", s.ToString().c_str());
+  }
+  if (options_.hub) {
+    const Status s = options_.hub->Exchange();
+    if (!s.ok())
+      std::fprintf(stderr, "engine: exchange with the ranks: %s\n", s.ToString().c_str());
+    hub_busy_ = options_.hub->busy();
+  }
 }
 
 void EngineLoop::Run() {
@@ -110,8 +145,9 @@ void EngineLoop::Run() {
     bool cancel_all = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock,
-               [&] { return stopping_ || cancel_all_ || !inbox_.empty() || !engine_->idle(); });
+      cv_.wait(lock, [&] {
+        return stopping_ || cancel_all_ || !inbox_.empty() || !engine_->idle() || hub_busy_;
+      });
       items.swap(inbox_);
       stop_seen = stopping_;
       cancel_all = cancel_all_;
@@ -127,12 +163,14 @@ void EngineLoop::Run() {
         if (item.on_verdict) item.on_verdict(Internal("the server is shutting down"));
       }
       items.clear();
-      for (const auto& flag : live_) flag->store(true);
-      while (!engine_->idle()) {
-        const Status s = engine_->Step();
-        if (!s.ok()) {
-          std::fprintf(stderr, "engine: %s\n", s.ToString().c_str());
-          break;
+      CancelEverything();
+      while (!engine_->idle() || hub_busy_) {
+        if (!engine_->idle()) {
+          const Status s = engine_->Step();
+          if (!s.ok()) {
+            std::fprintf(stderr, "engine: %s\n", s.ToString().c_str());
+            break;
+          }
         }
         AfterStep();
       }
@@ -140,16 +178,20 @@ void EngineLoop::Run() {
       return;
     }
     AddInbox(&items);
-    if (cancel_all) {
-      for (const auto& flag : live_) flag->store(true);
+    if (options_.hub) hub_busy_ = options_.hub->busy();
+    if (cancel_all) CancelEverything();
+    if (engine_->idle() && !hub_busy_) continue;
+    if (!engine_->idle()) {
+      const Status s = engine_->Step();
+      if (!s.ok()) std::fprintf(stderr, "engine step failed: %s\n", s.ToString().c_str());
     }
-    if (engine_->idle()) continue;
-    const Status s = engine_->Step();
-    if (!s.ok()) std::fprintf(stderr, "engine step failed: %s\n", s.ToString().c_str());
     AfterStep();
     const engine::EngineStats stats = engine_->stats();
+    std::vector<RankHub::RankView> ranks;
+    if (options_.hub) ranks = options_.hub->View();
     std::lock_guard<std::mutex> lock(mu_);
     snapshot_.stats = stats;
+    snapshot_.ranks = std::move(ranks);
   }
 }
 

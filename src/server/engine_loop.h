@@ -13,12 +13,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
 #include "engine/request.h"
+#include "server/rank_hub.h"
+#include "server/rank_wire.h"
 
 namespace deepinfer::server {
 
@@ -30,12 +33,16 @@ struct EngineLoopOptions {
   // last step); e.g. the expert exchange of an instance over MPI ranks (tools/cmd_serve.cc).
   std::function<Status()> after_step;
   std::function<void()> on_exit;
+  // Rank 0 of a server over MPI ranks: places requests on the ranks (attention data parallel);
+  // its Exchange runs after after_step. Outlives the loop.
+  RankHub* hub = nullptr;
 };
 
 // What /metrics shows of the engine; refreshed by the loop after every step.
 struct EngineSnapshot {
   engine::EngineStats stats;
-  int64_t pending = 0;  // submitted and not finished
+  int64_t pending = 0;                   // submitted and not finished
+  std::vector<RankHub::RankView> ranks;  // over MPI ranks: per rank (empty otherwise)
 };
 
 class EngineLoop {
@@ -54,8 +61,10 @@ class EngineLoop {
   // the engine took the request (before any of its outputs reaches on_output), else why not
   // (InvalidArgument from Add's validation, Internal when the loop stopped first; nothing of it
   // then reaches on_output). Returns ResourceExhausted when max_pending requests are in the
-  // server, Internal after Stop; on_verdict then never runs.
-  Status Submit(engine::Request request, std::function<void(const Status&)> on_verdict);
+  // server, Internal after Stop; on_verdict then never runs. With `remote` (what another rank
+  // needs to rebuild the request) the request may run on another rank of the instance.
+  Status Submit(engine::Request request, std::function<void(const Status&)> on_verdict,
+                std::optional<RemoteForm> remote = std::nullopt);
 
   // Cancels every request in the engine (any thread); they finish with kAbort.
   void CancelAll();
@@ -67,10 +76,13 @@ class EngineLoop {
   struct Item {
     engine::Request request;
     std::function<void(const Status&)> on_verdict;
+    std::optional<RemoteForm> remote;
   };
   void Run();
   void AfterStep();
   void AddInbox(std::deque<Item>* items);
+  void AddLocal(Item* item);
+  void CancelEverything();
 
   engine::Engine* engine_;
   EngineLoopOptions options_;
@@ -85,6 +97,7 @@ class EngineLoop {
   size_t prune_at_ = 64;
   int64_t pending_ = 0;  // guarded by mu_
   EngineSnapshot snapshot_;
+  bool hub_busy_ = false;  // loop thread: hub->busy() after the last exchange
   std::thread thread_;
 };
 

@@ -70,8 +70,8 @@ void GenerationChannel::Cancel() {
 }
 
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        engine::Request request,
-                        const std::shared_ptr<GenerationChannel>& channel) {
+                        engine::Request request, const std::shared_ptr<GenerationChannel>& channel,
+                        std::optional<RemoteForm> remote) {
   // One engine request with n samples: the engine forks samples 1..n-1 from sample 0's prompt
   // state (shared prompt pages); each sample has its own detokenizer and stop-string state.
   DI_ASSIGN_OR_RETURN(std::shared_ptr<api::RequestText> text,
@@ -101,8 +101,9 @@ Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32
     channel->Push(std::move(e));
   };
   channel->cancel_flags.push_back(request.cancelled);  // shared by every sample
-  Status s = loop->Submit(std::move(request),
-                          [channel](const Status& verdict) { channel->SetVerdict(verdict); });
+  Status s = loop->Submit(
+      std::move(request), [channel](const Status& verdict) { channel->SetVerdict(verdict); },
+      std::move(remote));
   if (!s.ok()) channel->Cancel();
   return s;
 }

@@ -22,6 +22,7 @@
 #include "engine/request.h"
 #include "server/asio.h"
 #include "server/engine_loop.h"
+#include "server/rank_wire.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::server {
@@ -75,8 +76,10 @@ class GenerationChannel : public std::enable_shared_from_this<GenerationChannel>
 // text goes through its own detokenizer, the outputs become GenEvents, and Engine::Add's verdict
 // arrives on channel->Verdict(). Errors (nothing then stays queued, no verdict comes):
 // InvalidArgument (a stop string that is not UTF-8), ResourceExhausted (queue full), Internal
-// (shutting down).
+// (shutting down). `remote` (the request's structured-output fields) lets it run on another
+// rank of a server over MPI ranks (EngineLoop::Submit).
 Status SubmitGeneration(EngineLoop* loop, const tokenizer::Tokenizer& tok, int32_t eos_id,
-                        engine::Request request, const std::shared_ptr<GenerationChannel>& channel);
+                        engine::Request request, const std::shared_ptr<GenerationChannel>& channel,
+                        std::optional<RemoteForm> remote = std::nullopt);
 
 }  // namespace deepinfer::server

@@ -21,8 +21,9 @@ net::awaitable<void> GenerationSession::Run(GenerationInput input) {
   totals.prompt_tokens = static_cast<int64_t>(request.prompt.size());
   const int n = request.params.n;
   auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
-  if (Status s =
-          SubmitGeneration(ctx_.loop, *ctx_.tokenizer, ctx_.eos_id, std::move(request), channel);
+  RemoteForm remote{.constraint = input.constraint, .thinking = input.thinking};
+  if (Status s = SubmitGeneration(ctx_.loop, *ctx_.tokenizer, ctx_.eos_id, std::move(request),
+                                  channel, std::move(remote));
       !s.ok()) {
     co_return co_await ex_.SendError(style_, ErrorFromStatus(s), RetryAfter());
   }

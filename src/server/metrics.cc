@@ -24,6 +24,61 @@ void Counter(const char* name, const char* help, double v, std::string* out) {
           " " + Num(v) + "\n";
 }
 
+// One labelled family with a value per rank: name{rank="r"} v.
+template <typename Value>
+void PerRank(const char* name, const char* type, const char* help,
+             const std::vector<RankHub::RankView>& ranks, Value value, std::string* out) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    *out += std::string(name) + "{rank=\"" + std::to_string(r) + "\"} " +
+            Num(static_cast<double>(value(ranks[r]))) + "\n";
+  }
+}
+
+// The per-rank families of a server over MPI ranks.
+void RenderRanks(const std::vector<RankHub::RankView>& ranks, std::string* out) {
+  using View = RankHub::RankView;
+  PerRank(
+      "deepinfer_rank_requests_running", "gauge", "sequences running on each rank", ranks,
+      [](const View& v) { return v.snapshot.running; }, out);
+  PerRank(
+      "deepinfer_rank_requests_waiting", "gauge", "sequences waiting on each rank", ranks,
+      [](const View& v) { return v.snapshot.waiting; }, out);
+  PerRank(
+      "deepinfer_rank_kv_pages_used", "gauge", "KV pages held by sequences on each rank", ranks,
+      [](const View& v) { return v.snapshot.kv_pages_used; }, out);
+  PerRank(
+      "deepinfer_rank_kv_pages_capacity", "gauge", "KV pages in each rank's pool", ranks,
+      [](const View& v) { return v.snapshot.kv_pages_capacity; }, out);
+  PerRank(
+      "deepinfer_rank_work_tokens", "gauge",
+      "outstanding tokens of work placed on each rank (prompt + most output left)", ranks,
+      [](const View& v) { return v.work; }, out);
+  PerRank(
+      "deepinfer_rank_requests_finished_total", "counter",
+      "requests of this server finished on each rank", ranks,
+      [](const View& v) { return v.requests_finished; }, out);
+  PerRank(
+      "deepinfer_rank_expert_exchange_bytes_total", "counter",
+      "expert exchange bytes sent and received by each rank", ranks,
+      [](const View& v) { return v.snapshot.exchange_bytes; }, out);
+  PerRank(
+      "deepinfer_rank_expert_exchange_seconds_total", "counter",
+      "seconds each rank spent in the expert exchange's MPI calls", ranks,
+      [](const View& v) { return v.snapshot.exchange_seconds; }, out);
+  const char* rows = "deepinfer_rank_moe_rows_total";
+  *out += std::string("# HELP ") + rows +
+          " (row, expert) pairs each rank's experts ran, per MoE layer\n# TYPE " + rows +
+          " counter\n";
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::vector<int64_t>& by_layer = ranks[r].snapshot.rows_by_layer;
+    for (size_t l = 0; l < by_layer.size(); ++l) {
+      *out += std::string(rows) + "{rank=\"" + std::to_string(r) + "\",layer=\"" +
+              std::to_string(l) + "\"} " + std::to_string(by_layer[l]) + "\n";
+    }
+  }
+}
+
 double Seconds(const timeval& t) {
   return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
 }
@@ -143,6 +198,7 @@ std::string Metrics::Render(const EngineSnapshot& engine, const CpuTimes& cpu) c
   Counter("process_cpu_seconds_total", "CPU time of the server process (user + system)",
           cpu.process_s, &out);
   RenderSpecDecode(SpecDecodeOf(s), &out);
+  if (!engine.ranks.empty()) RenderRanks(engine.ranks, &out);
   return out;
 }
 

@@ -15,6 +15,11 @@
 //                                                   forward calls, in verification + drafting
 //   deepinfer_http_thread_cpu_seconds_total         CPU time of the HTTP I/O thread
 //   process_cpu_seconds_total                       CPU time of the whole process
+//   deepinfer_rank_*{rank}                          over MPI ranks (rank_hub.h): per rank its
+//                                                   running / waiting sequences, KV pages used
+//                                                   and capacity, outstanding work, finished
+//                                                   requests, expert exchange bytes and seconds,
+//                                                   and (with {layer}) MoE rows per layer
 // (step − forward − spec is the engine's scheduling work; the HTTP thread's share of the process
 // CPU is what serving costs the compute threads: deepinfer bench-serve reports both.)
 // Thread-safe (one mutex); observations are O(buckets).

@@ -9,12 +9,18 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "dist/expert_exchange_mpi.h"
 #include "dist/mpi_world.h"
 #include "server/engine_loop.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/rank_hub.h"
+#include "server/rank_worker.h"
 #include "server/server_context.h"
 #include "tools/cli.h"
 #include "tools/engine_setup.h"
@@ -52,22 +58,55 @@ std::string CurlExample(const std::string& url, const std::string& model, bool a
   return s;
 }
 
-// A rank other than 0 of a server over MPI ranks: no HTTP, no requests; it serves its experts in
-// every MoE round of rank 0's steps and ends every step with it, until rank 0 stops.
-Status ServeExperts(LoadedEngine& e) {
+// One rank's load as /metrics shows it (the loop thread, between steps).
+server::RankSnapshot DescribeRank(const LoadedEngine& e) {
+  server::RankSnapshot r;
+  const engine::EngineStats stats = e.engine->stats();
+  r.running = stats.running;
+  r.waiting = stats.waiting;
+  r.kv_pages_used = stats.kv.used;
+  r.kv_pages_capacity = stats.kv.capacity;
+  if (e.experts) {
+    const dist::ExpertParallelStats& ep = e.experts->stats();
+    r.rows_by_layer = ep.rows_by_layer;
+    r.exchange_bytes = ep.bytes_sent + ep.bytes_received;
+    r.exchange_seconds = ep.exchange_seconds;
+  }
+  return r;
+}
+
+// A rank other than 0 of a server over MPI ranks: no HTTP; its engine runs the requests rank 0
+// places here (server/rank_worker.h). Every step ends with the expert exchange (expert parallel)
+// and the exchange with rank 0, as rank 0's steps do, until rank 0 stops.
+Status ServeRank(LoadedEngine& e) {
   std::signal(SIGTERM, SIG_IGN);  // rank 0 drains, then ends the rounds
   std::signal(SIGINT, SIG_IGN);
-  while (!e.experts->stopped()) DI_RETURN_IF_ERROR(e.experts->EndStep(false).status());
-  return Status::Ok();
+  const dist::MpiWorld& world = dist::MpiWorld::Instance();
+  server::RankWorker worker(
+      {.engine = e.engine.get(),
+       .tokenizer = e.tokenizer.get(),
+       .structured = e.structured.get(),
+       .exchange =
+           [&world](const std::vector<std::string>& out) { return world.ExchangeWithRoot(out); },
+       .describe = [&e] { return DescribeRank(e); }});
+  for (;;) {
+    if (!e.engine->idle()) {
+      if (Status s = e.engine->Step(); !s.ok()) {
+        std::fprintf(stderr, "serve (rank %d): engine step failed: %s\n", world.rank(),
+                     s.ToString().c_str());
+      }
+    }
+    if (e.experts) {
+      DI_RETURN_IF_ERROR(e.experts->EndStep(!e.engine->idle()).status());
+      if (e.experts->stopped()) return Status::Ok();
+    }
+    DI_ASSIGN_OR_RETURN(const bool go_on, worker.Exchange());
+    if (!go_on) return Status::Ok();
+  }
 }
 
 Status RunServe(ServeArgs& a) {
   const dist::MpiWorld& world = dist::MpiWorld::Instance();
-  if (world.distributed() && a.engine.expert_parallel != "on") {
-    return Unimplemented(
-        "serve over MPI ranks runs expert parallel (rank 0 takes the requests, every rank holds "
-        "its experts); with --expert-parallel off the other ranks would have nothing to do");
-  }
   if (a.server.api_key.empty()) {
     if (const char* env = std::getenv("DEEPINFER_API_KEY")) a.server.api_key = env;
   }
@@ -75,14 +114,32 @@ Status RunServe(ServeArgs& a) {
   WarnIfRandom(a.model_dir);
   std::fprintf(stderr, "deepinfer serve: loading %s\n", a.model_dir.c_str());
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
-  if (world.rank() != 0) return ServeExperts(e);
-  // However rank 0 leaves (a start-up error, a bind failure, a stop), the other ranks' rounds end.
-  struct StopRounds {
-    dist::MpiExpertExchange* experts;
-    ~StopRounds() {
-      if (experts) experts->Stop();
+  if (world.rank() != 0) return ServeRank(e);
+  std::unique_ptr<server::RankHub> hub;
+  if (world.distributed()) {
+    hub = std::make_unique<server::RankHub>(server::RankHubOptions{
+        .n_ranks = world.size(),
+        .max_context = e.runner->max_positions(),
+        .exchange =
+            [&world](const std::vector<std::string>& out) { return world.ExchangeWithRoot(out); },
+        .describe = [&e] { return DescribeRank(e); }});
+  }
+  // However rank 0 leaves (a start-up error, a bind failure, a stop), the other ranks' serving
+  // loops end, once: the expert exchange's Stop round, or the hub's stop message.
+  bool ranks_stopped = !world.distributed();
+  const auto stop_ranks = [&] {
+    if (ranks_stopped) return;
+    ranks_stopped = true;
+    if (e.experts) {
+      e.experts->Stop();
+    } else {
+      hub->Stop();
     }
-  } stop_rounds{e.experts.get()};
+  };
+  struct StopRanks {
+    std::function<void()> stop;
+    ~StopRanks() { stop(); }
+  } stop_guard{stop_ranks};
   if (!e.tokenizer) {
     return InvalidArgument(
         "serve needs a tokenizer: the model folder has no tokenizer.json "
@@ -90,10 +147,9 @@ Status RunServe(ServeArgs& a) {
   }
   server::EngineLoopOptions lo;
   lo.max_pending = a.max_pending;
-  if (e.experts) {
-    lo.after_step = [&e] { return e.experts->EndStep(false).status(); };
-    lo.on_exit = [&e] { e.experts->Stop(); };
-  }
+  if (e.experts) lo.after_step = [&e] { return e.experts->EndStep(false).status(); };
+  if (world.distributed()) lo.on_exit = stop_ranks;
+  lo.hub = hub.get();
   server::EngineLoop loop(e.engine.get(), lo);
   server::Metrics metrics;
   server::ServerContext ctx;

@@ -1,0 +1,79 @@
+// What rank 0 of a server over MPI ranks and another rank say to each other once per engine
+// step (docs/scaleout.md "Serving over ranks"): rank 0 hands a rank the requests it placed there
+// and the cancels of its clients; the rank answers with Engine::Add's verdicts, the outputs its
+// engine delivered, and a snapshot of its load for /metrics. Messages are MessagePack
+// (nlohmann-json): floats travel as they are, so logprobs arrive bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/request.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace deepinfer::server {
+
+// What a rank needs to rebuild an engine::Request a GenerationSession made: the structured-output
+// fields and thinking flag give it its grammar (api::AttachGrammar), params.stop its stop check
+// (api::RequestText); everything else is data.
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann member; its move throws only bad_alloc
+struct RemoteForm {
+  nlohmann::json constraint;  // ChatRequest::constraint, or null
+  bool thinking = false;
+};
+
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann member; its move throws only bad_alloc
+struct RemoteRequest {
+  uint64_t id = 0;  // rank 0's relay id
+  std::vector<int32_t> prompt;
+  engine::SamplingParams params;
+  int64_t sample_index = 0;
+  int priority = 0;
+  bool speculative = true;
+  RemoteForm form;
+};
+
+// One rank's load, as /metrics shows it per rank.
+struct RankSnapshot {
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t kv_pages_used = 0;
+  int64_t kv_pages_capacity = 0;
+  std::vector<int64_t> rows_by_layer;  // (row, expert) pairs this rank's experts ran, per layer
+  int64_t exchange_bytes = 0;          // expert exchange bytes sent + received
+  double exchange_seconds = 0.0;       // inside the expert exchange's MPI calls
+};
+
+struct ToRank {
+  std::vector<RemoteRequest> requests;
+  std::vector<uint64_t> cancels;
+  bool stop = false;  // rank 0 stops: the rank's serving loop ends
+};
+
+struct RemoteVerdict {
+  uint64_t id = 0;
+  Status status;
+};
+
+struct RemoteOutput {
+  uint64_t id = 0;
+  engine::RequestOutput output;  // request_id is the rank's own engine id
+};
+
+struct FromRank {
+  std::vector<RemoteVerdict> verdicts;  // before any output of the same request
+  std::vector<RemoteOutput> outputs;    // in delivery order
+  RankSnapshot snapshot;
+};
+
+std::string EncodeToRank(const ToRank& m);
+std::string EncodeFromRank(const FromRank& m);
+// DataLoss when the bytes are not such a message.
+StatusOr<ToRank> DecodeToRank(std::string_view bytes);
+StatusOr<FromRank> DecodeFromRank(std::string_view bytes);
+
+}  // namespace deepinfer::server

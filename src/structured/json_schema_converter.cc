@@ -1,5 +1,6 @@
 #include "structured/json_schema_converter.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -94,7 +95,18 @@ class Converter {
       return InvalidArgument("$ref '" + ref + "': only local references (#...) are supported");
     }
     try {
-      const std::string pointer = ref.substr(1);
+      // The fragment is URI-encoded (RFC 6901 section 6): %XX first, then the JSON pointer.
+      std::string pointer;
+      for (size_t i = 1; i < ref.size(); ++i) {
+        if (ref[i] == '%' && i + 2 < ref.size() + 0 &&
+            std::isxdigit(static_cast<unsigned char>(ref[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(ref[i + 2]))) {
+          pointer += static_cast<char>(std::stoi(ref.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+        } else {
+          pointer += ref[i];
+        }
+      }
       return &root_.at(Json::json_pointer(pointer));
     } catch (const std::exception&) {
       return InvalidArgument("$ref '" + ref + "' does not resolve");
@@ -105,7 +117,7 @@ class Converter {
   static std::vector<std::string> Constraints(const Json& s) {
     std::vector<std::string> keys;
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (!Annotations().count(it.key())) keys.push_back(it.key());
+      if (!IsAnnotation(it.key())) keys.push_back(it.key());
     }
     return keys;
   }
@@ -113,8 +125,10 @@ class Converter {
   Status CheckKeywords(const Json& s) {
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
-      if (Handled().count(k) || Annotations().count(k) || k.rfind("x-", 0) == 0) continue;
-      return InvalidArgument("JSON Schema keyword '" + k + "' is not supported");
+      if (!Unsupported().count(k) || Trivial(k, s)) continue;  // handled, or an annotation
+      return InvalidArgument("JSON Schema keyword '" + k +
+                             "' is not supported: it constrains the output in a way the grammar "
+                             "does not enforce, so output could break it");
     }
     if (s.contains("nullable") && !s["nullable"].is_boolean()) {
       return InvalidArgument("'nullable' must be a boolean");
@@ -193,6 +207,18 @@ class Converter {
       if (!s[key].is_array() || s[key].empty()) {
         return InvalidArgument(std::string("'") + key + "' must be a non-empty array");
       }
+      if (std::string(key) == "anyOf" &&
+          std::any_of(s[key].begin(), s[key].end(),
+                      [](const Json& b) { return b == Json(false); })) {
+        // A false branch matches nothing: the others decide.
+        Json pruned = s;
+        pruned[key] = Json::array();
+        for (const Json& b : s[key]) {
+          if (b != Json(false)) pruned[key].push_back(b);
+        }
+        if (pruned[key].empty()) return InvalidArgument("anyOf: every branch is false");
+        return Visit(pruned, hint, depth + 1);
+      }
       Json siblings = s;
       siblings.erase(key);
       const bool plain = Constraints(siblings).empty();
@@ -228,8 +254,23 @@ class Converter {
     }
     if (s.value("nullable", false) && !types.empty()) types.push_back("null");
     if (s.contains("enum")) return Enum(s, types, hint);
-    if (types.empty()) types = InferTypes(s);
-    if (types.empty()) return std::string("json_value");
+    if (types.empty()) {
+      // Without "type", each keyword constrains only values of its own type; values of every
+      // other type are free (integers are numbers).
+      const std::vector<std::string> constrained = InferTypes(s);
+      if (constrained.empty()) return std::string("json_value");
+      std::string body;
+      for (const char* t : {"object", "array", "string", "number", "boolean", "null"}) {
+        std::string alt;
+        if (std::find(constrained.begin(), constrained.end(), t) != constrained.end()) {
+          DI_ASSIGN_OR_RETURN(alt, Typed(s, t, hint, depth));
+        } else {
+          alt = AnyOfType(t);
+        }
+        body += (body.empty() ? "" : " | ") + alt;
+      }
+      return Define(hint, body);
+    }
     std::string body;
     std::set<std::string> seen;
     for (const std::string& t : types) {
@@ -238,6 +279,16 @@ class Converter {
       body += (body.empty() ? "" : " | ") + alt;
     }
     return Define(hint, body);
+  }
+
+  // Any value of JSON type `t`.
+  static std::string AnyOfType(const std::string& t) {
+    if (t == "object") return "json_object";
+    if (t == "array") return "json_array";
+    if (t == "string") return "json_string";
+    if (t == "number") return "json_number";
+    if (t == "boolean") return "(\"true\" | \"false\")";
+    return "\"null\"";
   }
 
   static std::vector<std::string> InferTypes(const Json& s) {
@@ -249,7 +300,9 @@ class Converter {
       return false;
     };
     if (any({"properties", "required", "additionalProperties"})) t.push_back("object");
-    if (any({"items", "prefixItems", "minItems", "maxItems"})) t.push_back("array");
+    if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) {
+      t.push_back("array");
+    }
     if (any({"minLength", "maxLength", "pattern", "format"})) t.push_back("string");
     if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
       t.push_back("number");
@@ -323,6 +376,13 @@ class Converter {
 
   StatusOr<std::string> String(const Json& s, const std::string& hint) {
     const bool has_len = s.contains("minLength") || s.contains("maxLength");
+    if (s.contains("format") &&
+        !IsStandardFormat(s["format"].is_string() ? s["format"].get<std::string>() : "")) {
+      // Not a format JSON Schema defines (int32, binary, password, ...): an annotation.
+      Json plain = s;
+      plain.erase("format");
+      return String(plain, hint);
+    }
     if (s.contains("format")) {
       if (s.contains("pattern") || has_len) {
         return InvalidArgument("'format' together with 'pattern' or a length is not supported");
@@ -335,9 +395,12 @@ class Converter {
         return InvalidArgument("'pattern' together with minLength/maxLength is not supported");
       }
       if (!s["pattern"].is_string()) return InvalidArgument("'pattern' must be a string");
+      // A JSON Schema pattern is a search (ECMAScript RegExp.test): unanchored sides take any
+      // characters.
       DI_ASSIGN_OR_RETURN(std::string e, RegexToEbnfExpression(s["pattern"].get<std::string>(),
                                                                /*json_string_content=*/true,
-                                                               &options_.string_excluded));
+                                                               &options_.string_excluded,
+                                                               /*search_any=*/"json_char"));
       return Define(hint + "_pattern", "\"\\\"\" " + e + " \"\\\"\"");
     }
     if (!has_len) return std::string("json_string");
@@ -408,22 +471,47 @@ class Converter {
     if (s.contains("properties")) {
       if (!s["properties"].is_object()) return InvalidArgument("'properties' must be an object");
       for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
+        names.push_back(it.key());  // never an additional key, even when forbidden
+        if (it.value() == Json(false)) {
+          // A property that may not appear: left out, unless it is required.
+          if (req.count(it.key())) {
+            return InvalidArgument("property '" + it.key() +
+                                   "' is required but its schema is false, which matches nothing");
+          }
+          continue;
+        }
         DI_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), hint + "_" + it.key(), depth + 1));
-        names.push_back(it.key());
         props.emplace_back(Literal(Json(it.key())), v);
         required.push_back(req.count(it.key()) > 0);
       }
     }
-    for (const std::string& r : req) {
+    // A required property that `properties` does not list is an additional property: its value
+    // follows additionalProperties (any value when absent; none when false). In the order of
+    // `required`.
+    const Json extra_schema = s.value("additionalProperties", Json(true));
+    std::vector<std::string> req_order;
+    for (const Json& r : s.value("required", Json::array())) {
+      if (std::find(req_order.begin(), req_order.end(), r.get<std::string>()) == req_order.end()) {
+        req_order.push_back(r.get<std::string>());
+      }
+    }
+    for (const std::string& r : req_order) {
       if (std::find(names.begin(), names.end(), r) != names.end()) continue;
+      if (extra_schema == Json(false)) {
+        return InvalidArgument("property '" + r +
+                               "' is required but additionalProperties false forbids it");
+      }
+      std::string value_hint = hint;
+      value_hint += "_";
+      value_hint += r;
+      DI_ASSIGN_OR_RETURN(std::string v, Visit(extra_schema, value_hint, depth + 1));
       names.push_back(r);
-      props.emplace_back(Literal(Json(r)), "json_value");
+      props.emplace_back(Literal(Json(r)), v);
       required.push_back(true);
     }
     std::string extra;  // one additional "key": value pair, or empty
-    if (s.contains("additionalProperties") && s["additionalProperties"] != Json(false)) {
-      DI_ASSIGN_OR_RETURN(std::string v,
-                          Visit(s["additionalProperties"], hint + "_extra", depth + 1));
+    if (s.contains("additionalProperties") && extra_schema != Json(false)) {
+      DI_ASSIGN_OR_RETURN(std::string v, Visit(extra_schema, hint + "_extra", depth + 1));
       extra = Define(hint + "_extra_pair", KeyNotIn(names, hint) + " colon " + v);
     }
     // after[i]: properties i.. when something was already written (each starts with a comma);
@@ -447,7 +535,11 @@ class Converter {
     std::vector<std::string> prefix;
     const Json* prefix_json = s.contains("prefixItems") ? &s["prefixItems"] : nullptr;
     const Json* items = s.contains("items") ? &s["items"] : nullptr;
-    if (items && items->is_array()) prefix_json = items, items = nullptr;  // draft 4-7 tuples
+    if (items && items->is_array()) {
+      // Draft 4-7 tuples: items is the prefix, additionalItems the rest.
+      prefix_json = items;
+      items = s.contains("additionalItems") ? &s["additionalItems"] : nullptr;
+    }
     if (prefix_json) {
       if (!prefix_json->is_array()) return InvalidArgument("'prefixItems' must be an array");
       for (size_t i = 0; i < prefix_json->size(); ++i) {

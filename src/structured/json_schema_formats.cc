@@ -37,4 +37,16 @@ StatusOr<std::string> FormatEbnf(const std::string& format) {
   return InvalidArgument("string format '" + format + "' is not supported");
 }
 
+bool IsStandardFormat(const std::string& format) {
+  static const char* const kStandard[] = {
+      "date-time", "date",          "time", "duration",     "email",        "idn-email",
+      "hostname",  "idn-hostname",  "ipv4", "ipv6",         "uri",          "uri-reference",
+      "iri",       "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer",
+      "regex"};
+  for (const char* f : kStandard) {
+    if (format == f) return true;
+  }
+  return false;
+}
+
 }  // namespace deepinfer::structured

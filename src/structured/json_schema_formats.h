@@ -12,5 +12,9 @@ namespace deepinfer::structured {
 
 // InvalidArgument naming the format when it is not one of the above.
 StatusOr<std::string> FormatEbnf(const std::string& format);
+// Whether JSON Schema (2020-12, section 7.3) defines `format` (date-time, hostname, ipv6, ...):
+// those a validator with format checks on enforces, so one FormatEbnf lacks is refused; any
+// other name is an annotation.
+bool IsStandardFormat(const std::string& format);
 
 }  // namespace deepinfer::structured

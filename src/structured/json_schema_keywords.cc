@@ -21,6 +21,7 @@ const std::set<std::string>& Handled() {
                                           "additionalProperties",
                                           "items",
                                           "prefixItems",
+                                          "additionalItems",
                                           "minItems",
                                           "maxItems",
                                           "minLength",
@@ -38,6 +39,50 @@ const std::set<std::string>& Handled() {
   return k;
 }
 
+const std::set<std::string>& Unsupported() {
+  static const std::set<std::string> k = {"patternProperties",
+                                          "dependencies",
+                                          "dependentRequired",
+                                          "dependentSchemas",
+                                          "minProperties",
+                                          "maxProperties",
+                                          "multipleOf",
+                                          "uniqueItems",
+                                          "not",
+                                          "if",
+                                          "then",
+                                          "else",
+                                          "contains",
+                                          "minContains",
+                                          "maxContains",
+                                          "propertyNames",
+                                          "unevaluatedItems",
+                                          "unevaluatedProperties",
+                                          "$dynamicRef",
+                                          "$recursiveRef"};
+  return k;
+}
+
+bool IsAnnotation(const std::string& key) {
+  return Annotations().count(key) > 0 || (!Handled().count(key) && !Unsupported().count(key));
+}
+
+bool Trivial(const std::string& key, const Json& schema) {
+  const Json& v = schema[key];
+  if (key == "uniqueItems") return v == Json(false) || schema.value("maxItems", Json(2)) == 1;
+  if (key == "minProperties" || key == "minContains") return v == Json(0);
+  if (key == "patternProperties" || key == "dependentRequired" || key == "dependentSchemas" ||
+      key == "dependencies") {
+    return v.is_object() && v.empty();
+  }
+  if (key == "multipleOf") {
+    return v == Json(1) && schema.value("type", Json()) == Json("integer");
+  }
+  if (key == "then" || key == "else") return !schema.contains("if");  // ignored without if
+  if (key == "minContains" || key == "maxContains") return !schema.contains("contains");
+  return false;
+}
+
 std::string JsonTypeOf(const Json& v) {
   if (v.is_null()) return "null";
   if (v.is_boolean()) return "boolean";
@@ -48,10 +93,59 @@ std::string JsonTypeOf(const Json& v) {
   return "object";
 }
 
+namespace {
+
+// Whether `s` states its array elements in the 2020-12 form (prefixItems and/or a schema-valued
+// items), not draft 4-7's array-valued items.
+bool ModernItems(const Json& s) {
+  return (s.contains("prefixItems") || s.contains("items")) &&
+         !(s.contains("items") && s["items"].is_array());
+}
+
+// The schema side `s` gives element i: its prefixItems entry, else its items, else any.
+Json ElementSchema(const Json& s, size_t i) {
+  if (s.contains("prefixItems") && s["prefixItems"].is_array() && i < s["prefixItems"].size()) {
+    return s["prefixItems"][i];
+  }
+  return s.value("items", Json(true));
+}
+
+Json BothOf(const Json& x, const Json& y) {
+  if (x == Json(true) || x == y) return y;
+  if (y == Json(true)) return x;
+  return Json{{"allOf", Json::array({x, y})}};
+}
+
+// The element schemas of two sides, as one schema's: element i must meet both sides' schema
+// for i (items of a side with fewer prefixItems apply to the other side's prefix too).
+void MergeItems(const Json& a, const Json& b, Json* out) {
+  const auto prefix_size = [](const Json& s) {
+    return s.contains("prefixItems") && s["prefixItems"].is_array() ? s["prefixItems"].size()
+                                                                    : size_t{0};
+  };
+  const size_t n = std::max(prefix_size(a), prefix_size(b));
+  out->erase("prefixItems");
+  out->erase("items");
+  if (n > 0) {
+    Json prefix = Json::array();
+    for (size_t i = 0; i < n; ++i)
+      prefix.push_back(BothOf(ElementSchema(a, i), ElementSchema(b, i)));
+    (*out)["prefixItems"] = std::move(prefix);
+  }
+  const Json items = BothOf(a.value("items", Json(true)), b.value("items", Json(true)));
+  if (items != Json(true)) (*out)["items"] = items;
+}
+
+}  // namespace
+
 StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
   Json out = a;
+  const bool merge_items = (ModernItems(a) || ModernItems(b)) &&
+                           !(a.contains("items") && a["items"].is_array()) &&
+                           !(b.contains("items") && b["items"].is_array());
   for (auto it = b.begin(); it != b.end(); ++it) {
     const std::string& k = it.key();
+    if (merge_items && (k == "prefixItems" || k == "items")) continue;  // MergeItems below
     if (!out.contains(k)) {
       out[k] = it.value();
     } else if (k == "properties") {
@@ -84,22 +178,33 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
       out[k] = std::max(out[k].get<double>(), it.value().get<double>());
     } else if (k == "maximum" || k == "maxLength" || k == "maxItems" || k == "exclusiveMaximum") {
       out[k] = std::min(out[k].get<double>(), it.value().get<double>());
-    } else if (Annotations().count(k) || out[k] == it.value()) {
+    } else if (k == "additionalProperties") {
+      // Both apply: false wins, two schemas are both required of an extra property.
+      if (out[k] == Json(false) || it.value() == Json(false)) {
+        out[k] = false;
+      } else if (out[k] != it.value()) {
+        out[k] = Json{{"allOf", Json::array({out[k], it.value()})}};
+      }
+    } else if (IsAnnotation(k) || out[k] == it.value()) {
       continue;
     } else {
       return InvalidArgument("allOf: conflicting values of '" + k + "' cannot be merged");
     }
   }
-  // additionalProperties: false on one side excludes the other side's extra properties.
+  if (merge_items) MergeItems(a, b, &out);
+  // One side's additionalProperties applies to every property the other side lists and it does
+  // not: false excludes it, a schema is required of its value too.
   for (const Json* side : {&a, &b}) {
-    if (side->value("additionalProperties", Json(true)) == Json(false)) {
-      for (auto p = out["properties"].begin();
-           out.contains("properties") && p != out["properties"].end(); ++p) {
-        if (!side->contains("properties") || !(*side)["properties"].contains(p.key())) {
-          return InvalidArgument("allOf: additionalProperties false excludes property '" + p.key() +
-                                 "'");
-        }
+    const Json extra = side->value("additionalProperties", Json(true));
+    if (extra == Json(true) || !out.contains("properties")) continue;
+    const bool has_props = side->contains("properties");
+    for (auto p = out["properties"].begin(); p != out["properties"].end(); ++p) {
+      if (has_props && (*side)["properties"].contains(p.key())) continue;
+      if (extra == Json(false)) {
+        return InvalidArgument("allOf: additionalProperties false excludes property '" + p.key() +
+                               "'");
       }
+      p.value() = Json{{"allOf", Json::array({p.value(), extra})}};
     }
   }
   return out;

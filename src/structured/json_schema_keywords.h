@@ -16,6 +16,17 @@ using Json = nlohmann::ordered_json;  // keeps the schema's property order
 const std::set<std::string>& Annotations();
 // Keywords the converter implements.
 const std::set<std::string>& Handled();
+// Assertion keywords the converter does not implement (patternProperties, not, uniqueItems, ...):
+// a schema that uses them is refused, since ignoring them would let output through that does not
+// validate. Trivial uses (uniqueItems false, an empty patternProperties, ...) are Trivial below.
+const std::set<std::string>& Unsupported();
+// Whether `key` never constrains: a known annotation, or a keyword JSON Schema does not define
+// (the specification treats unknown keywords as annotations: `self`, `example`, `readonly`, ...).
+bool IsAnnotation(const std::string& key);
+// Whether an Unsupported keyword's value constrains nothing in `schema` (uniqueItems false,
+// minProperties 0, an empty patternProperties / dependentRequired / dependentSchemas /
+// dependencies, multipleOf 1 on integers, then/else without if, ...).
+bool Trivial(const std::string& key, const Json& schema);
 // "null", "boolean", "integer", "number", "string", "array" or "object".
 std::string JsonTypeOf(const Json& v);
 // allOf-style merge of two schemas (both without allOf/anyOf/oneOf/$ref): properties and

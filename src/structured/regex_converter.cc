@@ -33,11 +33,10 @@ CharClass Space() {
 
 class RegexParser {
  public:
-  RegexParser(std::string_view p, bool json, const CharClass* excluded)
-      : s_(p), json_(json), excluded_(excluded) {}
+  RegexParser(std::string_view p, bool json, const CharClass* excluded, std::string search_any)
+      : s_(p), json_(json), excluded_(excluded), any_(std::move(search_any)) {}
 
   StatusOr<std::string> Parse() {
-    if (pos_ < s_.size() && s_[pos_] == '^') ++pos_;
     DI_ASSIGN_OR_RETURN(std::string e, Alternation());
     if (pos_ < s_.size()) {
       if (s_[pos_] == ')') return Error("unbalanced ')'");
@@ -55,8 +54,23 @@ class RegexParser {
 
   StatusOr<std::string> Alternation() {
     std::vector<std::string> alts;
+    const bool top = depth_ == 0;
     while (true) {
+      // A top-level alternative may start with ^ and end with $; in search mode the sides
+      // without an anchor match anything.
+      const bool anchored_start = top && !AtEnd() && s_[pos_] == '^';
+      if (anchored_start) ++pos_;
+      anchored_end_ = false;
       DI_ASSIGN_OR_RETURN(std::string seq, Sequence());
+      if (top && !any_.empty()) {
+        const std::string free = "(" + any_ + ")*";
+        if (seq.empty()) {
+          if (!anchored_start || !anchored_end_) seq = free;  // the empty pattern: anything
+        } else {
+          if (!anchored_start) seq.insert(0, free + " ");
+          if (!anchored_end_) seq.append(" " + free);
+        }
+      }
       alts.push_back(seq.empty() ? "\"\"" : seq);
       if (!AtEnd() && s_[pos_] == '|') {
         ++pos_;
@@ -74,13 +88,16 @@ class RegexParser {
     std::string out;
     while (!AtEnd() && s_[pos_] != '|' && s_[pos_] != ')') {
       if (s_[pos_] == '$') {
-        if (pos_ + 1 == s_.size()) {
+        if (depth_ == 0 && (pos_ + 1 == s_.size() || s_[pos_ + 1] == '|')) {
           ++pos_;
+          anchored_end_ = true;
           break;
         }
-        return Error("'$' anchor only supported at the end");
+        return Error("'$' anchor only supported at the end of a top-level alternative");
       }
-      if (s_[pos_] == '^') return Error("'^' anchor only supported at the start");
+      if (s_[pos_] == '^') {
+        return Error("'^' anchor only supported at the start of a top-level alternative");
+      }
       DI_ASSIGN_OR_RETURN(std::string atom, Atom());
       DI_ASSIGN_OR_RETURN(std::string quantified, Quantifier(atom));
       if (!out.empty()) out += ' ';
@@ -141,7 +158,9 @@ class RegexParser {
       } else if (!AtEnd() && s_[pos_] == '?') {
         return Error("unsupported group syntax '(?'");
       }
+      ++depth_;
       DI_ASSIGN_OR_RETURN(std::string inner, Alternation());
+      --depth_;
       if (AtEnd() || s_[pos_] != ')') return Error("missing ')'");
       ++pos_;
       return "(" + inner + ")";
@@ -358,14 +377,18 @@ class RegexParser {
   std::string_view s_;
   bool json_;
   const CharClass* excluded_;
+  std::string any_;  // search mode: one character of the free sides; empty = whole match
   size_t pos_ = 0;
+  int depth_ = 0;              // group nesting
+  bool anchored_end_ = false;  // the top-level alternative just parsed ended with $
 };
 
 }  // namespace
 
 StatusOr<std::string> RegexToEbnfExpression(std::string_view pattern, bool json_string_content,
-                                            const CharClass* excluded) {
-  return RegexParser(pattern, json_string_content, excluded).Parse();
+                                            const CharClass* excluded,
+                                            const std::string& search_any) {
+  return RegexParser(pattern, json_string_content, excluded, search_any).Parse();
 }
 
 StatusOr<std::string> RegexToEbnf(std::string_view pattern) {

@@ -14,6 +14,7 @@ int Main(int argc, char** argv) {
   RegisterEvalGolden(app, &exit_code);
   RegisterGenerate(app, &exit_code);
   RegisterTokenize(app, &exit_code);
+  RegisterGrammarCheck(app, &exit_code);
   RegisterRenderChat(app, &exit_code);
   RegisterParseOutput(app, &exit_code);
   RegisterServe(app, &exit_code);

@@ -16,6 +16,7 @@ void RegisterMakeCheckpoint(CLI::App& app, int* exit_code);
 void RegisterEvalGolden(CLI::App& app, int* exit_code);
 void RegisterGenerate(CLI::App& app, int* exit_code);
 void RegisterTokenize(CLI::App& app, int* exit_code);
+void RegisterGrammarCheck(CLI::App& app, int* exit_code);
 void RegisterRenderChat(CLI::App& app, int* exit_code);
 void RegisterParseOutput(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);

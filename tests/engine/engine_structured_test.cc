@@ -166,9 +166,10 @@ TEST_F(EngineStructuredTest, SchemaCorpusOutputsValidate) {
   const std::string path = ::testing::TempDir() + "/engine_structured_outputs.jsonl";
   std::ofstream out(path);
   // Every generation stays inside its grammar: it ends with the grammar (stop) or runs into the
-  // fixture's 256-position context (length) as a valid prefix whose mask is not empty; a few
-  // random walks through unbounded languages (recursion, pattern-bound strings) may do the
-  // latter, at most 2%. Every finished one must validate.
+  // fixture's 256-position context (length) as a valid prefix whose mask is not empty; random
+  // walks through unbounded languages (recursion, strings with an unanchored pattern, which is a
+  // search: "ab+c" and "^say ..." take any characters after the match, so nearly all 40 of their
+  // walks run on) may do the latter, at most 4%. Every finished one must validate.
   int finished = 0, cut = 0;
   for (size_t i = 0; i < gens.size(); ++i) {
     const nlohmann::json& c = cases[i / kPer];
@@ -190,7 +191,7 @@ TEST_F(EngineStructuredTest, SchemaCorpusOutputsValidate) {
         << "\n";
   }
   out.close();
-  EXPECT_LE(cut * 50, static_cast<int>(gens.size())) << cut << " generations hit the context";
+  EXPECT_LE(cut * 25, static_cast<int>(gens.size())) << cut << " generations hit the context";
   EXPECT_GT(finished, 0);
   const structured::test::ValidatorResult v = structured::test::RunSchemaValidator(path);
   EXPECT_EQ(v.exit_code, 0) << v.report;

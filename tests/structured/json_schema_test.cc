@@ -108,6 +108,132 @@ TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
   }
 }
 
+// Issue 25's two correctness bugs: both produced output that does not validate.
+TEST(JsonSchema, RequiredPropertiesNotListedFollowAdditionalProperties) {
+  auto g = Schema(R"({"type": "object", "required": ["a"],
+      "additionalProperties": {"type": "integer"}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"a":1})"));
+  EXPECT_TRUE(FullMatch(g, R"({"a":1,"b":2})"));
+  EXPECT_FALSE(FullMatch(g, R"({"a":"x"})"));
+  EXPECT_FALSE(FullMatch(g, R"({"a":true})"));
+  EXPECT_FALSE(FullMatch(g, R"({"b":2})"));
+  const auto e =
+      JsonSchemaToEbnf(R"({"type": "object", "required": ["a"], "additionalProperties": false})");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("additionalProperties false forbids it"), std::string::npos)
+      << e.status().message();
+}
+
+TEST(JsonSchema, AllOfHonoursASchemaValuedAdditionalPropertiesBesideIt) {
+  const auto e = JsonSchemaToEbnf(
+      R"({"allOf": [{"properties": {"foo": {"type": "integer"}}, "required": ["foo"]}],
+          "additionalProperties": {"type": "boolean"}})");
+  ASSERT_FALSE(e.ok()) << *e;  // foo must be an integer and a boolean: nothing validates
+  EXPECT_NE(e.status().message().find("do not intersect"), std::string::npos)
+      << e.status().message();
+  // Satisfiable: the listed property's value must meet both schemas.
+  auto g = Schema(R"({"allOf": [{"properties": {"foo": {"type": "number"}}, "required": ["foo"]}],
+      "additionalProperties": {"type": "integer"}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"foo":789})"));
+  EXPECT_FALSE(FullMatch(g, R"({"foo":7.5})"));
+  // Two additionalProperties schemas both apply to an extra property.
+  auto both = Schema(R"({"type": "object", "allOf": [
+      {"additionalProperties": {"type": "integer"}}, {"additionalProperties": {"minimum": 3}}]})");
+  ASSERT_NE(both, nullptr);
+  EXPECT_TRUE(FullMatch(both, R"({"x":4})"));
+  EXPECT_FALSE(FullMatch(both, R"({"x":2})"));
+  EXPECT_FALSE(FullMatch(both, R"({"x":4.5})"));
+}
+
+TEST(JsonSchema, PatternIsASearchUnlessAnchored) {
+  auto free = Schema(R"({"type": "string", "pattern": "ab+"})");
+  for (const char* ok : {R"("ab")", R"("xxabbby")", R"("\nab\"")"}) {
+    EXPECT_TRUE(FullMatch(free, ok)) << ok;
+  }
+  EXPECT_FALSE(FullMatch(free, R"("a b")"));
+  auto start = Schema(R"({"type": "string", "pattern": "^ab"})");
+  EXPECT_TRUE(FullMatch(start, R"("abzz")"));
+  EXPECT_FALSE(FullMatch(start, R"("zab")"));
+  auto whole = Schema(R"({"type": "string", "pattern": "^(ab|cd)$"})");
+  EXPECT_TRUE(FullMatch(whole, R"("cd")"));
+  EXPECT_FALSE(FullMatch(whole, R"("abcd")"));
+  auto per_alternative = Schema(R"({"type": "string", "pattern": "^a|b$"})");
+  EXPECT_TRUE(FullMatch(per_alternative, R"("axx")"));
+  EXPECT_TRUE(FullMatch(per_alternative, R"("xxb")"));
+  EXPECT_FALSE(FullMatch(per_alternative, R"("xax")"));
+}
+
+TEST(JsonSchema, UnknownKeywordsAndFormatsAreAnnotations) {
+  auto g = Schema(R"({"type": "object", "self": {"vendor": "x"}, "readonly": true,
+      "id": "urn:x", "example": 3, "properties": {"n": {"type": "integer", "_format": "x"},
+      "s": {"type": "string", "format": "int64"}}, "required": ["n", "s"]})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"n":1,"s":"anything"})"));
+  EXPECT_FALSE(FullMatch(g, R"({"n":"1","s":"x"})"));
+  // Assertions we do not enforce stay refused; trivial uses of them are not.
+  EXPECT_NE(Schema(R"({"type": "array", "uniqueItems": false})"), nullptr);
+  EXPECT_NE(Schema(R"({"type": "object", "minProperties": 0, "patternProperties": {}})"), nullptr);
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "minProperties": 1})").ok());
+}
+
+TEST(JsonSchema, FalseSubschemasOnlyForbid) {
+  auto g = Schema(R"({"type": "object", "properties": {"foo": {}, "bar": false},
+      "additionalProperties": true})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"foo":1,"baz":2})"));
+  EXPECT_FALSE(FullMatch(g, R"({"bar":1})"));
+  EXPECT_FALSE(FullMatch(g, R"({"foo":1,"bar":2})"));
+  auto any = Schema(R"({"anyOf": [false, {"type": "integer"}, false]})");
+  EXPECT_TRUE(FullMatch(any, "5"));
+  EXPECT_FALSE(FullMatch(any, R"("5")"));
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"anyOf": [false, false]})").ok());
+}
+
+TEST(JsonSchema, KeywordsWithoutTypeLeaveOtherTypesFree) {
+  auto g = Schema(R"({"properties": {"a": {"type": "integer"}}, "required": ["a"]})");
+  for (const char* ok : {R"({"a":1})", "[1,2]", R"("x")", "3.5", "true", "null"}) {
+    EXPECT_TRUE(FullMatch(g, ok)) << ok;
+  }
+  EXPECT_FALSE(FullMatch(g, R"({"a":"x"})"));
+  EXPECT_FALSE(FullMatch(g, "{}"));
+  auto n = Schema(R"({"minimum": 2})");
+  EXPECT_TRUE(FullMatch(n, "2"));
+  EXPECT_TRUE(FullMatch(n, R"("1")"));
+  EXPECT_FALSE(FullMatch(n, "1"));
+}
+
+TEST(JsonSchema, PercentEncodedRefsAndTupleAdditionalItems) {
+  auto g = Schema(R"({"$defs": {"a b": {"type": "integer"}, "c%d": {"type": "string"}},
+      "type": "array", "items": [{"$ref": "#/$defs/a%20b"}, {"$ref": "#/$defs/c%25d"}],
+      "additionalItems": {"type": "boolean"}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"([1,"x",true,false])"));
+  EXPECT_FALSE(FullMatch(g, R"([1,"x",2])"));
+  auto closed = Schema(R"({"type": "array", "items": [{}], "additionalItems": false})");
+  EXPECT_TRUE(FullMatch(closed, "[1]"));
+  EXPECT_FALSE(FullMatch(closed, "[1,2]"));
+}
+
+// An items beside an allOf whose branch has prefixItems still applies to every element (it was
+// merged as the items after that prefix: [3, 5] came out, which does not validate).
+TEST(JsonSchema, AllOfMergesElementSchemasIndexByIndex) {
+  auto g = Schema(R"({"type": "array", "allOf": [{"prefixItems": [{"minimum": 3}]}],
+      "items": {"minimum": 5}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, "[5,5]"));
+  EXPECT_FALSE(FullMatch(g, "[3,5]"));
+  EXPECT_FALSE(FullMatch(g, "[5,4]"));
+  auto two = Schema(R"({"type": "array", "allOf": [{"prefixItems": [{"type": "integer"}]},
+      {"prefixItems": [{"minimum": 1}, {"type": "string"}], "items": false}]})");
+  ASSERT_NE(two, nullptr);
+  EXPECT_TRUE(FullMatch(two, R"([1,"x"])"));
+  EXPECT_TRUE(FullMatch(two, "[2]"));
+  EXPECT_FALSE(FullMatch(two, R"([1.5,"x"])"));
+  EXPECT_FALSE(FullMatch(two, R"([1,"x",3])"));
+}
+
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {
   GrammarCompiler compiler(ByteVocabulary());
   auto g = compiler.CompileJsonObject();

@@ -1,0 +1,109 @@
+// `deepinfer grammar-check --tokenizer DIR`: does a constraint accept these instances? JSON Lines
+// on stdin, one answer per line on stdout (docs/structured_outputs.md):
+//
+//   {"schema": <JSON Schema>, "instances": [<JSON value>, ...]}
+//   {"regex": "<pattern>",    "instances": ["<string>", ...]}
+//   {"grammar": "<EBNF, start rule root>", "instances": ["<string>", ...]}
+//     -> {"accepted": [true, false, ...]}   or   {"error": "<why the constraint is refused>"}
+//
+// Each instance is written as the engine would generate it (a JSON value compactly, as
+// nlohmann::json::dump writes it, raw UTF-8; a string as it is), tokenized with DIR's tokenizer,
+// and walked token by token through a GrammarMatcher of the compiled constraint, the stop token
+// (EOS) last: accepted when every token and the stop token are allowed. So it checks exactly what
+// constrained decoding would let through, tokenization included.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/structured_outputs.h"
+#include "structured/grammar_matcher.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/cli.h"
+#include "tools/json_lines.h"
+
+namespace deepinfer::tools {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+StatusOr<bool> Accepts(const tokenizer::Tokenizer& tok,
+                       const std::shared_ptr<const structured::CompiledGrammar>& grammar,
+                       const std::string& text) {
+  DI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.Encode(text, /*add_special_tokens=*/false));
+  structured::GrammarMatcher m(grammar);
+  for (const int32_t id : ids) {
+    if (!m.AcceptToken(id)) return false;
+  }
+  if (const std::optional<int32_t> eos = tok.eos_id()) return m.AcceptToken(*eos);
+  return m.CanEnd();
+}
+
+StatusOr<Json> Handle(const tokenizer::Tokenizer& tok, api::StructuredOutputs& outputs,
+                      const Json& record) {
+  structured::GrammarCompiler& compiler = outputs.compiler();
+  const auto instances = record.find("instances");
+  if (instances == record.end() || !instances->is_array()) {
+    return InvalidArgument("record needs an array \"instances\"");
+  }
+  std::shared_ptr<const structured::CompiledGrammar> grammar;
+  bool json_instances = false;
+  if (const auto schema = record.find("schema"); schema != record.end()) {
+    DI_ASSIGN_OR_RETURN(grammar, compiler.CompileJsonSchema(schema->dump()));
+    json_instances = true;
+  } else if (const auto regex = record.find("regex"); regex != record.end() && regex->is_string()) {
+    DI_ASSIGN_OR_RETURN(grammar, compiler.CompileRegex(regex->get_ref<const std::string&>()));
+  } else if (const auto ebnf = record.find("grammar"); ebnf != record.end() && ebnf->is_string()) {
+    DI_ASSIGN_OR_RETURN(grammar, compiler.CompileEbnf(ebnf->get_ref<const std::string&>()));
+  } else {
+    return InvalidArgument(
+        "record needs \"schema\" (a JSON Schema), \"regex\" or \"grammar\" (strings)");
+  }
+  Json accepted = Json::array();
+  for (const Json& instance : *instances) {
+    std::string text;
+    if (json_instances) {
+      text = instance.dump();
+    } else if (instance.is_string()) {
+      text = instance.get<std::string>();
+    } else {
+      return InvalidArgument("regex and grammar instances must be strings, got " + instance.dump());
+    }
+    DI_ASSIGN_OR_RETURN(const bool ok, Accepts(tok, grammar, text));
+    accepted.push_back(ok);
+  }
+  return Json{{"accepted", std::move(accepted)}};
+}
+
+}  // namespace
+
+void RegisterGrammarCheck(CLI::App& app, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "grammar-check",
+      "Check instances against a JSON Schema, regex or EBNF grammar as constrained decoding would "
+      "(JSON Lines)");
+  auto dir = std::make_shared<std::string>();
+  cmd->add_option("--tokenizer", *dir, "directory with tokenizer.json (+ tokenizer_config.json)")
+      ->required();
+  cmd->callback([exit_code, dir] {
+    auto tok = tokenizer::Tokenizer::Load(*dir);
+    if (!tok.ok()) {
+      std::fprintf(stderr, "deepinfer grammar-check: %s\n", tok.status().message().c_str());
+      *exit_code = 2;
+      return;
+    }
+    auto outputs = api::StructuredOutputs::Create(**tok, (*tok)->n_ids());
+    if (!outputs.ok()) {
+      std::fprintf(stderr, "deepinfer grammar-check: %s\n", outputs.status().message().c_str());
+      *exit_code = 2;
+      return;
+    }
+    RunJsonLines(std::cin, std::cout,
+                 [&](const Json& record) { return Handle(**tok, **outputs, record); });
+    *exit_code = 0;
+  });
+}
+
+}  // namespace deepinfer::tools

@@ -5,7 +5,8 @@
 # logprobs, n = 2, stop strings, a JSON-schema constraint, chat) have the bytes of a
 # single-process server's; /metrics shows per-rank figures and rank 1 finished requests; the same
 # holds with --expert-parallel off (pure attention DP); it stops when rank 0 gets SIGTERM (the
-# other rank ends with it).
+# other rank ends with it). On the same model (it has a tokenizer), `generate --batch` with
+# structured outputs over 2 and 4 ranks gives the bytes of one process.
 #   usage: mpi_serve_test.sh DEEPINFER_BIN MODEL_DIR (a model folder with tokenizer.json)
 set -euo pipefail
 BIN="$1"
@@ -103,6 +104,30 @@ url="$(wait_url "$work/one.log")"
 ask "$url" "$work/one.json"
 kill -TERM "${pids[0]}"; wait "${pids[0]}" || true
 fail=0
+
+# generate --batch with structured outputs (a JSON schema, a regex, json_object, an EBNF grammar)
+# and logprobs over 2 and 4 ranks: the bytes of one process but cached_tokens.
+cat >"$work/structured.jsonl" <<'JSONL'
+{"prompt": "Give me JSON", "max_tokens": 40, "temperature": 0.8, "seed": 4, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", "y"]}}, "required": ["a", "b"], "additionalProperties": false}}}}
+{"prompt": "A code", "max_tokens": 12, "temperature": 1.0, "seed": 5, "regex": "[A-Z]{3}-[0-9]{2,4}"}
+{"prompt": "Some object", "max_tokens": 30, "temperature": 0.9, "seed": 6, "response_format": {"type": "json_object"}}
+{"prompt": "Grammar", "max_tokens": 16, "temperature": 0.7, "seed": 9, "grammar": "root ::= (\"yes\" | \"no\") \" \" [a-z]{1,8}"}
+{"prompt": "Plain", "max_tokens": 10, "temperature": 0, "seed": 2, "logprobs": true, "top_logprobs": 2, "n": 2}
+JSONL
+strip_cached() { sed -E 's/"cached_tokens":[0-9]+//'; }
+DEEPINFER_THREADS=1 "$BIN" generate --model "$MODEL" --batch "$work/structured.jsonl" |
+  strip_cached >"$work/structured.one"
+for n in 2 4; do
+  "${MPIRUN[@]}" -n "$n" "$BIN" generate --model "$MODEL" --batch "$work/structured.jsonl" \
+    2>"$work/structured.err" | strip_cached >"$work/structured.$n"
+  if [ -s "$work/structured.one" ] && cmp -s "$work/structured.one" "$work/structured.$n"; then
+    echo "generate --batch with structured outputs over $n ranks: identical"
+  else
+    echo "generate --batch with structured outputs over $n ranks: DIFFERENT"
+    diff "$work/structured.one" "$work/structured.$n" | head -5; tail -3 "$work/structured.err"
+    fail=1
+  fi
+done
 
 # Pure attention DP: every rank holds every expert; requests still spread over the ranks.
 "${MPIRUN[@]}" -n 2 "$BIN" "${SERVE[@]}" --expert-parallel off >"$work/dp.log" 2>"$work/dp.log.err" &

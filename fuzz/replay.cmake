@@ -32,3 +32,8 @@ target_link_libraries(request_parser_replay PRIVATE deepinfer_server)
 add_test(NAME fuzz_replay.request_parser
          COMMAND request_parser_replay ${DEEPINFER_FUZZ_DIR}/corpus/request_parser)
 set_tests_properties(fuzz_replay.request_parser PROPERTIES LABELS server)
+
+add_executable(grammar_replay ${DEEPINFER_FUZZ_DIR}/grammar_fuzz.cc ${DEEPINFER_FUZZ_DIR}/replay_main.cc)
+target_link_libraries(grammar_replay PRIVATE deepinfer_structured)
+add_test(NAME fuzz_replay.grammar COMMAND grammar_replay ${DEEPINFER_FUZZ_DIR}/corpus/grammar)
+set_tests_properties(fuzz_replay.grammar PROPERTIES LABELS structured)

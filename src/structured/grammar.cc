@@ -12,6 +12,9 @@ class GrammarLowering {
   using Element = Grammar::Element;
   using Kind = Grammar::ElementKind;
   static constexpr int64_t kMaxRepeat = 100000;
+  // Most elements bounded repetitions may expand to in one grammar (a hostile grammar or schema
+  // of many large counts is refused instead of exhausting memory).
+  static constexpr int64_t kMaxExpanded = 4000000;
 
   explicit GrammarLowering(Grammar* g) : g_(g) {}
 
@@ -121,6 +124,12 @@ class GrammarLowering {
                              std::to_string(kMaxRepeat));
     }
     if (e.max == 0) return Status::Ok();
+    expanded_ += e.max == Expr::kUnbounded ? e.min + 1 : e.max;
+    if (expanded_ > kMaxExpanded) {
+      return InvalidArgument(Where(e.line, e.column) +
+                             "grammar too large: its repetitions expand " + "to more than " +
+                             std::to_string(kMaxExpanded) + " elements");
+    }
     DI_ASSIGN_OR_RETURN(Element body, AsElement(owner, e.children[0]));
     for (int i = 0; i < e.min; ++i) seq->push_back(body);
     if (e.max == Expr::kUnbounded) {
@@ -144,6 +153,7 @@ class GrammarLowering {
   }
 
   Grammar* g_;
+  int64_t expanded_ = 0;  // elements bounded repetitions expanded to so far
   std::unordered_map<std::string, int32_t> index_;
   std::vector<std::vector<std::vector<Element>>> alts_;  // per rule, per alternative
   int aux_count_ = 0;

@@ -13,6 +13,7 @@
 #include "structured/number_ranges.h"
 #include "structured/one_of_check.h"
 #include "structured/regex_converter.h"
+#include "structured/schema_resources.h"
 
 namespace deepinfer::structured {
 namespace {
@@ -52,12 +53,15 @@ CharClass StringChars(const CharClass& excluded) {
 class Converter {
  public:
   Converter(const Json& root, const JsonSchemaOptions& options, std::string prefix)
-      : root_(root), options_(options), prefix_(std::move(prefix)) {}
+      : doc_(SchemaResources::Absolutized(root)),
+        resources_(doc_),
+        options_(options),
+        prefix_(std::move(prefix)) {}
 
   // An expression for the schema at `pointer` (its $refs resolve against the whole document).
   StatusOr<std::string> Convert(const Json::json_pointer& pointer, const std::string& hint) {
     try {
-      return Visit(root_.at(pointer), hint, 0);
+      return Visit(doc_.at(pointer), hint, 0);
     } catch (const nlohmann::json::out_of_range&) {
       return InvalidArgument("schema pointer '" + pointer.to_string() + "' does not resolve");
     }
@@ -90,27 +94,9 @@ class Converter {
     return name;
   }
 
-  StatusOr<const Json*> Resolve(const std::string& ref) {
-    if (ref.empty() || ref[0] != '#') {
-      return InvalidArgument("$ref '" + ref + "': only local references (#...) are supported");
-    }
-    try {
-      // The fragment is URI-encoded (RFC 6901 section 6): %XX first, then the JSON pointer.
-      std::string pointer;
-      for (size_t i = 1; i < ref.size(); ++i) {
-        if (ref[i] == '%' && i + 2 < ref.size() + 0 &&
-            std::isxdigit(static_cast<unsigned char>(ref[i + 1])) &&
-            std::isxdigit(static_cast<unsigned char>(ref[i + 2]))) {
-          pointer += static_cast<char>(std::stoi(ref.substr(i + 1, 2), nullptr, 16));
-          i += 2;
-        } else {
-          pointer += ref[i];
-        }
-      }
-      return &root_.at(Json::json_pointer(pointer));
-    } catch (const std::exception&) {
-      return InvalidArgument("$ref '" + ref + "' does not resolve");
-    }
+  // The subschema `ref` names and its absolute form (every $ref of doc_ is absolute).
+  StatusOr<std::pair<const Json*, std::string>> Resolve(const std::string& ref) const {
+    return resources_.Resolve(ref, "");
   }
 
   // Keywords of `s` other than annotations.
@@ -145,8 +131,8 @@ class Converter {
     }
     Json out = s;
     if (out.contains("$ref")) {
-      DI_ASSIGN_OR_RETURN(const Json* target, Resolve(out["$ref"].get<std::string>()));
-      DI_ASSIGN_OR_RETURN(Json t, Flatten(*target, depth + 1));
+      DI_ASSIGN_OR_RETURN(auto target, Resolve(out["$ref"].get<std::string>()));
+      DI_ASSIGN_OR_RETURN(Json t, Flatten(*target.first, depth + 1));
       out.erase("$ref");
       DI_ASSIGN_OR_RETURN(out, MergeSchemas(t, out));
     }
@@ -182,19 +168,21 @@ class Converter {
       return InvalidArgument("schema 'false' matches nothing");
     }
     if (!s.is_object()) return InvalidArgument("a schema must be an object or a boolean");
+    if (s.contains("not")) return Not(s, hint, depth);
     DI_RETURN_IF_ERROR(CheckKeywords(s));
     const std::vector<std::string> constraints = Constraints(s);
     // A bare $ref becomes a shared (possibly recursive) rule.
     if (s.contains("$ref") && constraints.size() == 1) {
-      const std::string ref = s["$ref"].get<std::string>();
-      auto it = ref_rules_.find(ref);
+      DI_ASSIGN_OR_RETURN(auto target, Resolve(s["$ref"].get<std::string>()));
+      // Keyed by the absolute form: one rule per target, however it is referred to.
+      auto it = ref_rules_.find(target.second);
       if (it != ref_rules_.end()) return it->second;
-      DI_ASSIGN_OR_RETURN(const Json* target, Resolve(ref));
-      const std::string name = NewRule(ref.substr(ref.rfind('/') + 1));
+      const std::string& ref = target.second;
+      const std::string name = NewRule(ref.substr(ref.find_last_of("/#") + 1));
       ref_rules_[ref] = name;
       rules_.emplace_back(name, "");
       const size_t slot = rules_.size() - 1;
-      DI_ASSIGN_OR_RETURN(std::string body, Visit(*target, name, depth + 1));
+      DI_ASSIGN_OR_RETURN(std::string body, Visit(*target.first, name, depth + 1));
       rules_[slot].second = body;
       return name;
     }
@@ -207,16 +195,16 @@ class Converter {
       if (!s[key].is_array() || s[key].empty()) {
         return InvalidArgument(std::string("'") + key + "' must be a non-empty array");
       }
-      if (std::string(key) == "anyOf" &&
-          std::any_of(s[key].begin(), s[key].end(),
-                      [](const Json& b) { return b == Json(false); })) {
-        // A false branch matches nothing: the others decide.
+      if (std::any_of(s[key].begin(), s[key].end(), [](const Json& b) { return Never(b); })) {
+        // A false branch matches nothing: the others decide (and a oneOf stays exclusive).
         Json pruned = s;
         pruned[key] = Json::array();
         for (const Json& b : s[key]) {
-          if (b != Json(false)) pruned[key].push_back(b);
+          if (!Never(b)) pruned[key].push_back(b);
         }
-        if (pruned[key].empty()) return InvalidArgument("anyOf: every branch is false");
+        if (pruned[key].empty()) {
+          return InvalidArgument(std::string(key) + ": every branch is false");
+        }
         return Visit(pruned, hint, depth + 1);
       }
       Json siblings = s;
@@ -278,6 +266,65 @@ class Converter {
       DI_ASSIGN_OR_RETURN(std::string alt, Typed(s, t, hint, depth));
       body += (body.empty() ? "" : " | ") + alt;
     }
+    return Define(hint, body);
+  }
+
+  // Whether schema `s` accepts every value / no value, as far as the trivial forms go (true,
+  // {}, false, and `not` of those).
+  static bool Always(const Json& s) {
+    if (s.is_boolean()) return s.get<bool>();
+    if (!s.is_object()) return false;
+    const std::vector<std::string> c = Constraints(s);
+    return c.empty() || (c.size() == 1 && c[0] == "not" && Never(s["not"]));
+  }
+  static bool Never(const Json& s) {
+    if (s.is_boolean()) return !s.get<bool>();
+    if (!s.is_object()) return false;
+    const std::vector<std::string> c = Constraints(s);
+    return c.size() == 1 && c[0] == "not" && Always(s["not"]);
+  }
+
+  // `not`: of a schema that accepts everything (no value: an error), of one that accepts nothing
+  // (dropped), or of a schema that constrains only `type` (the other types; `not integer` keeps
+  // the numbers written with a fraction that is not zero). Anything else is refused: the
+  // complement of a language is not a grammar we build.
+  StatusOr<std::string> Not(const Json& s, const std::string& hint, int depth) {
+    const Json& sub = s["not"];
+    Json rest = s;
+    rest.erase("not");
+    if (Never(sub)) return Visit(rest, hint, depth + 1);
+    if (Always(sub))
+      return InvalidArgument("schema 'not' of a schema that matches everything: nothing matches");
+    std::vector<std::string> sub_keys =
+        sub.is_object() ? Constraints(sub) : std::vector<std::string>{};
+    if (sub_keys.size() != 1 || sub_keys[0] != "type" || !Constraints(rest).empty()) {
+      return InvalidArgument(
+          "JSON Schema keyword 'not' is not supported here: only not {type: ...} alone (or not of "
+          "true / false) is; output could break any other");
+    }
+    std::vector<std::string> excluded;
+    const Json& t = sub["type"];
+    if (t.is_string()) excluded.push_back(t.get<std::string>());
+    if (t.is_array()) {
+      for (const Json& x : t) {
+        if (!x.is_string()) return InvalidArgument("'type' entries must be strings");
+        excluded.push_back(x.get<std::string>());
+      }
+    }
+    const auto out = [&](const char* type) {
+      return std::find(excluded.begin(), excluded.end(), type) != excluded.end();
+    };
+    std::string body;
+    for (const char* type : {"object", "array", "string", "boolean", "null"}) {
+      if (!out(type)) body += (body.empty() ? "" : " | ") + AnyOfType(type);
+    }
+    if (!out("number")) {
+      // Integers are numbers: without them, a fraction with a digit other than 0, no exponent.
+      body += (body.empty() ? "" : " | ") +
+              std::string(out("integer") ? R"("-"? ("0" | [1-9] [0-9]*) "." [0-9]* [1-9])"
+                                         : "json_number");
+    }
+    if (body.empty()) return InvalidArgument("'not' excludes every type: nothing matches");
     return Define(hint, body);
   }
 
@@ -472,7 +519,7 @@ class Converter {
       if (!s["properties"].is_object()) return InvalidArgument("'properties' must be an object");
       for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
         names.push_back(it.key());  // never an additional key, even when forbidden
-        if (it.value() == Json(false)) {
+        if (Never(it.value())) {
           // A property that may not appear: left out, unless it is required.
           if (req.count(it.key())) {
             return InvalidArgument("property '" + it.key() +
@@ -533,6 +580,7 @@ class Converter {
 
   StatusOr<std::string> Array(const Json& s, const std::string& hint, int depth) {
     std::vector<std::string> prefix;
+    int64_t prefix_cut = -1;  // the index of a prefixItems entry that matches nothing
     const Json* prefix_json = s.contains("prefixItems") ? &s["prefixItems"] : nullptr;
     const Json* items = s.contains("items") ? &s["items"] : nullptr;
     if (items && items->is_array()) {
@@ -543,6 +591,10 @@ class Converter {
     if (prefix_json) {
       if (!prefix_json->is_array()) return InvalidArgument("'prefixItems' must be an array");
       for (size_t i = 0; i < prefix_json->size(); ++i) {
+        if (Never((*prefix_json)[i])) {  // no element i: the array ends before it
+          prefix_cut = static_cast<int64_t>(i);
+          break;
+        }
         DI_ASSIGN_OR_RETURN(std::string e,
                             Visit((*prefix_json)[i], hint + "_" + std::to_string(i), depth + 1));
         prefix.push_back(e);
@@ -550,9 +602,10 @@ class Converter {
     }
     const int64_t k = static_cast<int64_t>(prefix.size());
     int64_t max_items = s.contains("maxItems") ? s["maxItems"].get<int64_t>() : -1;
+    if (prefix_cut >= 0) max_items = max_items < 0 ? prefix_cut : std::min(max_items, prefix_cut);
     const int64_t min_items = s.value("minItems", 0);
     std::string tail = "json_value";
-    if (items && *items == Json(false)) {
+    if (items && Never(*items)) {
       max_items = max_items < 0 ? k : std::min(max_items, k);
     } else if (items) {
       DI_ASSIGN_OR_RETURN(tail, Visit(*items, hint + "_item", depth + 1));
@@ -591,7 +644,8 @@ class Converter {
     return EbnfQuote(v.dump(-1, ' ', /*ensure_ascii=*/!options_.string_excluded.empty()));
   }
 
-  const Json& root_;
+  Json doc_;  // the schema document with every $ref absolute (schema_resources.h)
+  SchemaResources resources_;
   const JsonSchemaOptions& options_;
   std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;

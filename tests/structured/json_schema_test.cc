@@ -2,6 +2,7 @@
 
 #include "structured/ebnf_parser.h"
 #include "structured/json_schema_converter.h"
+#include "structured/schema_resources.h"
 #include "test_util.h"
 
 namespace deepinfer::structured {
@@ -87,12 +88,13 @@ TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
       {R"({"type": "number", "multipleOf": 2})", "'multipleOf' is not supported"},
       {R"({"patternProperties": {"^a": {}}})", "'patternProperties' is not supported"},
       {R"({"if": {}, "then": {}})", "'if' is not supported"},
-      {R"({"not": {"type": "null"}})", "'not' is not supported"},
+      {R"({"not": {"type": "object", "required": ["a"]}})", "'not' is not supported"},
+      {R"({"not": {}})", "nothing matches"},
       {R"({"type": "string", "format": "hostname"})", "format 'hostname' is not supported"},
       {R"({"type": "string", "pattern": "(a)\\1"})", "backreferences"},
       {R"({"type": "strin"})", "unknown type 'strin'"},
       {R"({"$ref": "#/$defs/missing"})", "does not resolve"},
-      {R"({"$ref": "http://x/y.json"})", "only local references"},
+      {R"({"$ref": "http://x/y.json"})", "only references inside the schema resolve"},
       {R"({"type": "array", "minItems": 3, "maxItems": 2})", "minItems above maxItems"},
       {R"({"type": "integer", "minimum": 5, "maximum": 4})", "no integer"},
       {R"({"enum": []})", "non-empty array"},
@@ -232,6 +234,50 @@ TEST(JsonSchema, AllOfMergesElementSchemasIndexByIndex) {
   EXPECT_TRUE(FullMatch(two, "[2]"));
   EXPECT_FALSE(FullMatch(two, R"([1.5,"x"])"));
   EXPECT_FALSE(FullMatch(two, R"([1,"x",3])"));
+}
+
+TEST(JsonSchema, NotOfTypesAndOfTrivialSchemas) {
+  auto g = Schema(R"({"not": {"type": ["integer", "boolean"]}})");
+  ASSERT_NE(g, nullptr);
+  for (const char* ok : {"1.5", "-0.25", R"("x")", "null", "[1]", "{}"}) {
+    EXPECT_TRUE(FullMatch(g, ok)) << ok;
+  }
+  for (const char* bad : {"1", "1.0", "-3", "true", "1.50e1"})
+    EXPECT_FALSE(FullMatch(g, bad)) << bad;
+  auto anything = Schema(R"({"not": false})");
+  EXPECT_TRUE(FullMatch(anything, "[true]"));
+  auto forbidden = Schema(R"({"properties": {"foo": {"not": {}}, "bar": {}},
+      "additionalProperties": true})");
+  EXPECT_TRUE(FullMatch(forbidden, R"({"bar":1,"baz":2})"));
+  EXPECT_FALSE(FullMatch(forbidden, R"({"foo":1})"));
+  auto pruned = Schema(R"({"oneOf": [{"type": "integer"}, false, {"not": true}]})");
+  EXPECT_TRUE(FullMatch(pruned, "3"));
+  EXPECT_FALSE(FullMatch(pruned, "3.5"));
+  auto tuple = Schema(R"({"type": "array", "prefixItems": [{"type": "integer"}, false]})");
+  EXPECT_TRUE(FullMatch(tuple, "[1]"));
+  EXPECT_FALSE(FullMatch(tuple, "[1,2]"));
+}
+
+TEST(JsonSchema, RefsResolveAgainstIdsAndAnchors) {
+  // A relative $ref resolves against the $id of the resource it is in, not the root's.
+  auto g = Schema(R"({"$id": "http://example.com/root.json", "type": "object",
+      "properties": {"a": {"$ref": "item.json"}, "b": {"$ref": "#top"},
+                     "c": {"$ref": "http://example.com/nested/inner.json#/$defs/flag"}},
+      "required": ["a", "b", "c"],
+      "$defs": {
+        "item": {"$id": "item.json", "type": "integer", "minimum": 10},
+        "top": {"$anchor": "top", "type": "string", "maxLength": 2},
+        "inner": {"$id": "nested/inner.json",
+                  "$defs": {"flag": {"$ref": "#/$defs/bool"}, "bool": {"type": "boolean"}}}}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"a":10,"b":"xy","c":true})"));
+  EXPECT_FALSE(FullMatch(g, R"({"a":9,"b":"xy","c":true})"));
+  EXPECT_FALSE(FullMatch(g, R"({"a":10,"b":"xyz","c":true})"));
+  EXPECT_FALSE(FullMatch(g, R"({"a":10,"b":"xy","c":1})"));
+  EXPECT_EQ(ResolveUri("http://x.com/a/b.json", "c.json"), "http://x.com/a/c.json");
+  EXPECT_EQ(ResolveUri("http://x.com/a/b.json", "/d.json#f"), "http://x.com/d.json#f");
+  EXPECT_EQ(ResolveUri("urn:uuid:1234", "#/x"), "urn:uuid:1234#/x");
+  EXPECT_EQ(ResolveUri("", "int.json"), "int.json");
 }
 
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {

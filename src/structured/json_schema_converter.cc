@@ -346,7 +346,9 @@ class Converter {
       }
       return false;
     };
-    if (any({"properties", "required", "additionalProperties"})) t.push_back("object");
+    if (any({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) {
+      t.push_back("object");
+    }
     if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) {
       t.push_back("array");
     }
@@ -564,6 +566,9 @@ class Converter {
     // after[i]: properties i.. when something was already written (each starts with a comma);
     // first[i]: the same when nothing was written yet.
     const size_t n = props.size();
+    if (s.contains("minProperties") || s.contains("maxProperties")) {
+      return CountedObject(s, props, required, extra, hint);
+    }
     std::vector<std::string> after(n + 1), first(n + 1);
     after[n] = extra.empty() ? "\"\"" : "(comma " + extra + ")*";
     first[n] = extra.empty() ? "\"\"" : "(" + extra + " (comma " + extra + ")*)?";
@@ -576,6 +581,67 @@ class Converter {
       first[i] = Define(hint + "_f" + std::to_string(i), f);
     }
     return "\"{\" " + first[0] + " \"}\"";
+  }
+
+  // An object with minProperties / maxProperties: the properties in order, counting how many
+  // were written (c; without a maximum, counts from max(min, 1) on are one state). Only when no
+  // additional property is generated (their number would be unbounded).
+  StatusOr<std::string> CountedObject(const Json& s,
+                                      const std::vector<std::pair<std::string, std::string>>& props,
+                                      const std::vector<bool>& required, const std::string& extra,
+                                      const std::string& hint) {
+    const auto bound = [&](const char* k, int64_t fallback) -> StatusOr<int64_t> {
+      if (!s.contains(k)) return fallback;
+      if (!s[k].is_number() || s[k].get<double>() < 0 ||
+          s[k].get<double>() != static_cast<double>(static_cast<int64_t>(s[k].get<double>()))) {
+        return InvalidArgument(std::string("'") + k + "' must be a non-negative integer");
+      }
+      return static_cast<int64_t>(s[k].get<double>());
+    };
+    DI_ASSIGN_OR_RETURN(const int64_t lo, bound("minProperties", 0));
+    DI_ASSIGN_OR_RETURN(const int64_t hi, bound("maxProperties", -1));
+    if (!extra.empty() && (lo > 0 || hi >= 0)) {
+      return InvalidArgument(
+          "JSON Schema keyword 'minProperties'/'maxProperties' is not supported together with "
+          "additionalProperties or patternProperties: the count of extra properties is unbounded");
+    }
+    const auto n = static_cast<int64_t>(props.size());
+    const int64_t cap = hi >= 0 ? std::min(hi, n) : std::max<int64_t>(std::min(lo, n + 1), 1);
+    if (n * (cap + 1) > 100000) return InvalidArgument("minProperties/maxProperties too large");
+    const auto next = [&](int64_t c) { return std::min(c + 1, cap); };
+    const auto fits = [&](int64_t c) { return c >= lo && (hi < 0 || c <= hi); };
+    // ok[i][c]: properties i.. can complete an object with c written so far.
+    std::vector<std::vector<char>> ok(static_cast<size_t>(n + 1),
+                                      std::vector<char>(static_cast<size_t>(cap + 1), 0));
+    for (int64_t c = 0; c <= cap; ++c) ok[n][c] = fits(c);
+    for (int64_t i = n; i-- > 0;) {
+      for (int64_t c = 0; c <= cap; ++c) {
+        const bool write = (hi < 0 || c < hi) && ok[i + 1][next(c)];
+        ok[i][c] = write || (!required[i] && ok[i + 1][c]);
+      }
+    }
+    if (!ok[0][0]) {
+      return InvalidArgument(
+          "minProperties/maxProperties cannot be met by the properties the "
+          "schema allows: nothing matches");
+    }
+    // rule[i][c], built from the end; only for feasible states.
+    std::vector<std::vector<std::string>> rule(static_cast<size_t>(n + 1),
+                                               std::vector<std::string>(cap + 1));
+    for (int64_t c = 0; c <= cap; ++c) rule[n][c] = "\"\"";
+    for (int64_t i = n; i-- > 0;) {
+      for (int64_t c = 0; c <= cap; ++c) {
+        if (!ok[i][c]) continue;
+        std::string body;
+        if ((hi < 0 || c < hi) && ok[i + 1][next(c)]) {
+          body = (c > 0 ? "comma " : "") + props[i].first + " colon " + props[i].second + " " +
+                 rule[i + 1][next(c)];
+        }
+        if (!required[i] && ok[i + 1][c]) body += (body.empty() ? "" : " | ") + rule[i + 1][c];
+        rule[i][c] = Define(hint + "_p" + std::to_string(i) + "_" + std::to_string(c), body);
+      }
+    }
+    return "\"{\" " + rule[0][0] + " \"}\"";
   }
 
   StatusOr<std::string> Array(const Json& s, const std::string& hint, int depth) {

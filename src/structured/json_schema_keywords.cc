@@ -22,6 +22,8 @@ const std::set<std::string>& Handled() {
                                           "items",
                                           "prefixItems",
                                           "additionalItems",
+                                          "minProperties",
+                                          "maxProperties",
                                           "minItems",
                                           "maxItems",
                                           "minLength",
@@ -44,8 +46,6 @@ const std::set<std::string>& Unsupported() {
                                           "dependencies",
                                           "dependentRequired",
                                           "dependentSchemas",
-                                          "minProperties",
-                                          "maxProperties",
                                           "multipleOf",
                                           "uniqueItems",
                                           "not",
@@ -70,7 +70,7 @@ bool IsAnnotation(const std::string& key) {
 bool Trivial(const std::string& key, const Json& schema) {
   const Json& v = schema[key];
   if (key == "uniqueItems") return v == Json(false) || schema.value("maxItems", Json(2)) == 1;
-  if (key == "minProperties" || key == "minContains") return v == Json(0);
+  if (key == "minContains") return v == Json(0);
   if (key == "patternProperties" || key == "dependentRequired" || key == "dependentSchemas" ||
       key == "dependencies") {
     return v.is_object() && v.empty();
@@ -174,9 +174,11 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
       }
       if (both.empty()) return InvalidArgument("allOf: the types do not intersect");
       out[k] = both;
-    } else if (k == "minimum" || k == "minLength" || k == "minItems" || k == "exclusiveMinimum") {
+    } else if (k == "minimum" || k == "minLength" || k == "minItems" || k == "exclusiveMinimum" ||
+               k == "minProperties") {
       out[k] = std::max(out[k].get<double>(), it.value().get<double>());
-    } else if (k == "maximum" || k == "maxLength" || k == "maxItems" || k == "exclusiveMaximum") {
+    } else if (k == "maximum" || k == "maxLength" || k == "maxItems" || k == "exclusiveMaximum" ||
+               k == "maxProperties") {
       out[k] = std::min(out[k].get<double>(), it.value().get<double>());
     } else if (k == "additionalProperties") {
       // Both apply: false wins, two schemas are both required of an extra property.

@@ -177,7 +177,7 @@ TEST(JsonSchema, UnknownKeywordsAndFormatsAreAnnotations) {
   // Assertions we do not enforce stay refused; trivial uses of them are not.
   EXPECT_NE(Schema(R"({"type": "array", "uniqueItems": false})"), nullptr);
   EXPECT_NE(Schema(R"({"type": "object", "minProperties": 0, "patternProperties": {}})"), nullptr);
-  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "minProperties": 1})").ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "propertyNames": {"maxLength": 3}})").ok());
 }
 
 TEST(JsonSchema, FalseSubschemasOnlyForbid) {
@@ -278,6 +278,28 @@ TEST(JsonSchema, RefsResolveAgainstIdsAndAnchors) {
   EXPECT_EQ(ResolveUri("http://x.com/a/b.json", "/d.json#f"), "http://x.com/d.json#f");
   EXPECT_EQ(ResolveUri("urn:uuid:1234", "#/x"), "urn:uuid:1234#/x");
   EXPECT_EQ(ResolveUri("", "int.json"), "int.json");
+}
+
+TEST(JsonSchema, MinAndMaxPropertiesCountTheWrittenProperties) {
+  auto g = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+      "required": ["b"], "minProperties": 2, "maxProperties": 2})");
+  ASSERT_NE(g, nullptr);
+  for (const char* ok : {R"({"a":1,"b":2})", R"({"b":2,"c":3})"})
+    EXPECT_TRUE(FullMatch(g, ok)) << ok;
+  for (const char* bad : {R"({"b":2})", R"({"a":1,"b":2,"c":3})", R"({"a":1,"c":3})", "{}"}) {
+    EXPECT_FALSE(FullMatch(g, bad)) << bad;
+  }
+  auto at_least = Schema(R"({"properties": {"a": {}, "b": {}}, "minProperties": 1})");
+  EXPECT_TRUE(FullMatch(at_least, R"({"b":1})"));
+  EXPECT_TRUE(FullMatch(at_least, R"({"a":1,"b":1})"));
+  EXPECT_FALSE(FullMatch(at_least, "{}"));
+  EXPECT_TRUE(FullMatch(at_least, "[]"));  // not an object: minProperties does not apply
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "properties": {"a": {}},
+      "minProperties": 2})")
+                   .ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "additionalProperties": true,
+      "maxProperties": 2})")
+                   .ok());
 }
 
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {

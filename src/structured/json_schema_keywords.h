@@ -24,7 +24,7 @@ const std::set<std::string>& Unsupported();
 // (the specification treats unknown keywords as annotations: `self`, `example`, `readonly`, ...).
 bool IsAnnotation(const std::string& key);
 // Whether an Unsupported keyword's value constrains nothing in `schema` (uniqueItems false,
-// minProperties 0, an empty patternProperties / dependentRequired / dependentSchemas /
+// minContains 0, an empty patternProperties / dependentRequired / dependentSchemas /
 // dependencies, multipleOf 1 on integers, then/else without if, ...).
 bool Trivial(const std::string& key, const Json& schema);
 // "null", "boolean", "integer", "number", "string", "array" or "object".

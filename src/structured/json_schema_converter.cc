@@ -457,8 +457,15 @@ class Converter {
     const int64_t hi = s.contains("maxLength") ? s["maxLength"].get<int64_t>() : -1;
     if (lo < 0 || (hi >= 0 && hi < lo)) return InvalidArgument("minLength above maxLength");
     if (lo > 10000 || hi > 10000) return InvalidArgument("string lengths above 10000");
-    return "\"\\\"\" json_char{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") +
-           "} \"\\\"\"";
+    // One shared rule per length range: every property with the same bounds reuses its states
+    // and mask cache entries (38 strings of maxLength 256 would otherwise each build their own).
+    const std::string range = std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "");
+    auto [it, added] = length_rules_.try_emplace(range);
+    if (added) {
+      it->second = Define("string_len_" + std::to_string(lo) + "_" + std::to_string(hi),
+                          "\"\\\"\" json_char{" + range + "} \"\\\"\"");
+    }
+    return it->second;
   }
 
   // A JSON key (with quotes) that is none of `names` and uses no escapes: a trie over the names.
@@ -716,6 +723,7 @@ class Converter {
   std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> ref_rules_;
+  std::map<std::string, std::string> length_rules_;  // "lo,hi" -> the bounded string's rule
   int n_rules_ = 0;
 };
 

@@ -328,6 +328,42 @@ class Converter {
     return Define(hint, body);
   }
 
+  // The integers that are multiples of `k` (a positive integer up to 1000), as decimal text: a
+  // digit-by-digit remainder automaton (one rule per remainder). A non-integer multipleOf is
+  // refused: validators disagree on it (float division).
+  StatusOr<std::string> MultipleOf(const Json& k_json) {
+    if (!k_json.is_number() || k_json.get<double>() <= 0) {
+      return InvalidArgument("'multipleOf' must be a number above 0");
+    }
+    const double kd = k_json.get<double>();
+    if (kd != static_cast<double>(static_cast<int64_t>(kd)) || kd > 1000) {
+      return InvalidArgument(
+          "JSON Schema keyword 'multipleOf' is supported for integers from 1 to 1000 only (" +
+          k_json.dump() + " given)");
+    }
+    const auto k = static_cast<int64_t>(kd);
+    auto [it, added] = multiple_rules_.try_emplace(k);
+    if (!added) return it->second;
+    // rem[r]: the rest of the digits after a prefix whose value is r modulo k.
+    std::vector<std::string> rem(static_cast<size_t>(k));
+    for (int64_t r = 0; r < k; ++r) rem[r] = NewRule("multiple_" + std::to_string(k));
+    for (int64_t r = 0; r < k; ++r) {
+      std::string body;
+      for (int d = 0; d <= 9; ++d) {
+        body += (d ? " | \"" : "\"") + std::to_string(d) + "\" " + rem[(r * 10 + d) % k];
+      }
+      if (r == 0) body += " | \"\"";
+      rules_.emplace_back(rem[r], body);
+    }
+    std::string start = "\"0\" | \"-\"? (";
+    for (int d = 1; d <= 9; ++d) {
+      start += (d > 1 ? " | \"" : "\"") + std::to_string(d) + "\" " + rem[d % k];
+    }
+    start += ")";
+    it->second = Define("multiple_of_" + std::to_string(k), start);
+    return it->second;
+  }
+
   // Any value of JSON type `t`.
   static std::string AnyOfType(const std::string& t) {
     if (t == "object") return "json_object";
@@ -353,7 +389,7 @@ class Converter {
       t.push_back("array");
     }
     if (any({"minLength", "maxLength", "pattern", "format"})) t.push_back("string");
-    if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
+    if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})) {
       t.push_back("number");
     }
     return t;
@@ -384,6 +420,13 @@ class Converter {
       NumberBounds b;
       DI_RETURN_IF_ERROR(Bounds(s, &b));
       const bool bounded = b.minimum || b.maximum;
+      if (s.contains("multipleOf") && !Trivial("multipleOf", s)) {
+        if (bounded) {
+          return InvalidArgument(
+              "JSON Schema keyword 'multipleOf' is not supported together with minimum/maximum");
+        }
+        return MultipleOf(s["multipleOf"]);
+      }
       if (type == "integer") return IntegerRangeEbnf(b);
       if (!bounded) return std::string("json_number");
       return NumberRangeEbnf(b);
@@ -724,6 +767,7 @@ class Converter {
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> ref_rules_;
   std::map<std::string, std::string> length_rules_;  // "lo,hi" -> the bounded string's rule
+  std::map<int64_t, std::string> multiple_rules_;    // k -> the multiples of k
   int n_rules_ = 0;
 };
 

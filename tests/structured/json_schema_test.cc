@@ -85,7 +85,8 @@ TEST(JsonSchema, RefsAnyOfAllOfAndEnum) {
 TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
   const std::vector<std::pair<const char*, const char*>> cases = {
       {R"({"type": "array", "uniqueItems": true})", "'uniqueItems' is not supported"},
-      {R"({"type": "number", "multipleOf": 2})", "'multipleOf' is not supported"},
+      {R"({"type": "number", "multipleOf": 0.5})", "'multipleOf' is supported for integers"},
+      {R"({"type": "integer", "multipleOf": 3, "maximum": 9})", "together with minimum/maximum"},
       {R"({"patternProperties": {"^a": {}}})", "'patternProperties' is not supported"},
       {R"({"if": {}, "then": {}})", "'if' is not supported"},
       {R"({"not": {"type": "object", "required": ["a"]}})", "'not' is not supported"},
@@ -300,6 +301,17 @@ TEST(JsonSchema, MinAndMaxPropertiesCountTheWrittenProperties) {
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "additionalProperties": true,
       "maxProperties": 2})")
                    .ok());
+}
+
+TEST(JsonSchema, IntegerMultipleOfIsARemainderAutomaton) {
+  auto g = Schema(R"({"type": "integer", "multipleOf": 7})");
+  ASSERT_NE(g, nullptr);
+  for (const char* ok : {"0", "7", "-14", "700", "9999997"}) EXPECT_TRUE(FullMatch(g, ok)) << ok;
+  for (const char* bad : {"1", "-6", "701", "07", "-0", "7.0"})
+    EXPECT_FALSE(FullMatch(g, bad)) << bad;
+  auto n = Schema(R"({"type": "number", "multipleOf": 250})");
+  EXPECT_TRUE(FullMatch(n, "1000"));
+  EXPECT_FALSE(FullMatch(n, "1001"));
 }
 
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {

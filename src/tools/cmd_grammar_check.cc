@@ -12,8 +12,6 @@
 // (EOS) last: accepted when every token and the stop token are allowed. So it checks exactly what
 // constrained decoding would let through, tokenization included.
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +21,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/json_lines.h"
+#include "tools/tokenizer_filter.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -80,30 +79,16 @@ StatusOr<Json> Handle(const tokenizer::Tokenizer& tok, api::StructuredOutputs& o
 }  // namespace
 
 void RegisterGrammarCheck(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = app.add_subcommand(
-      "grammar-check",
+  RegisterTokenizerFilter(
+      app, exit_code, "grammar-check",
       "Check instances against a JSON Schema, regex or EBNF grammar as constrained decoding would "
-      "(JSON Lines)");
-  auto dir = std::make_shared<std::string>();
-  cmd->add_option("--tokenizer", *dir, "directory with tokenizer.json (+ tokenizer_config.json)")
-      ->required();
-  cmd->callback([exit_code, dir] {
-    auto tok = tokenizer::Tokenizer::Load(*dir);
-    if (!tok.ok()) {
-      std::fprintf(stderr, "deepinfer grammar-check: %s\n", tok.status().message().c_str());
-      *exit_code = 2;
-      return;
-    }
-    auto outputs = api::StructuredOutputs::Create(**tok, (*tok)->n_ids());
-    if (!outputs.ok()) {
-      std::fprintf(stderr, "deepinfer grammar-check: %s\n", outputs.status().message().c_str());
-      *exit_code = 2;
-      return;
-    }
-    RunJsonLines(std::cin, std::cout,
-                 [&](const Json& record) { return Handle(**tok, **outputs, record); });
-    *exit_code = 0;
-  });
+      "(JSON Lines)",
+      [](const tokenizer::Tokenizer& tok) -> StatusOr<JsonLineHandler> {
+        DI_ASSIGN_OR_RETURN(std::shared_ptr<api::StructuredOutputs> outputs,
+                            api::StructuredOutputs::Create(tok, tok.n_ids()));
+        return JsonLineHandler(
+            [&tok, outputs](const Json& record) { return Handle(tok, *outputs, record); });
+      });
 }
 
 }  // namespace deepinfer::tools

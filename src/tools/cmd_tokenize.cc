@@ -6,8 +6,6 @@
 //       (skip_special_tokens defaults to false)
 // A bad record (invalid UTF-8, an unknown id, a missing field) gives {"error": "..."} on its line.
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +13,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/json_lines.h"
+#include "tools/tokenizer_filter.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -66,20 +65,11 @@ StatusOr<Json> Handle(const tokenizer::Tokenizer& tok, const Json& record) {
 }  // namespace
 
 void RegisterTokenize(CLI::App& app, int* exit_code) {
-  CLI::App* cmd =
-      app.add_subcommand("tokenize", "Encode/decode JSON Lines records with a tokenizer");
-  auto dir = std::make_shared<std::string>();
-  cmd->add_option("--tokenizer", *dir, "directory with tokenizer.json (+ tokenizer_config.json)")
-      ->required();
-  cmd->callback([exit_code, dir] {
-    auto tok = tokenizer::Tokenizer::Load(*dir);
-    if (!tok.ok()) {
-      std::fprintf(stderr, "deepinfer tokenize: %s\n", tok.status().message().c_str());
-      *exit_code = 2;
-      return;
-    }
-    RunJsonLines(std::cin, std::cout, [&tok](const Json& record) { return Handle(**tok, record); });
-  });
+  RegisterTokenizerFilter(
+      app, exit_code, "tokenize", "Encode/decode JSON Lines records with a tokenizer",
+      [](const tokenizer::Tokenizer& tok) -> StatusOr<JsonLineHandler> {
+        return JsonLineHandler([&tok](const Json& record) { return Handle(tok, record); });
+      });
 }
 
 }  // namespace deepinfer::tools

@@ -55,6 +55,11 @@ void RankHub::CountDown(Work* work, const engine::RequestOutput& o) {
   load_[static_cast<size_t>(work->rank)] -= done;
 }
 
+void RankHub::Forget(Work* work) {
+  load_[static_cast<size_t>(work->rank)] -= work->remaining;
+  work->remaining = 0;
+}
+
 void RankHub::TrackLocal(engine::Request* request) {
   std::shared_ptr<Work> work = Open(0, *request);
   local_[request->cancelled.get()] = work;
@@ -70,8 +75,7 @@ void RankHub::TrackLocal(engine::Request* request) {
 void RankHub::UntrackLocal(const std::atomic<bool>& cancelled) {
   const auto it = local_.find(&cancelled);
   if (it == local_.end()) return;
-  load_[0] -= it->second->remaining;
-  it->second->remaining = 0;
+  Forget(it->second.get());
   local_.erase(it);
 }
 
@@ -146,7 +150,7 @@ void RankHub::FailRank(int rank, const Status& why) {
         p.samples[i].on_output(o);
       }
     }
-    load_[static_cast<size_t>(rank)] -= p.work->remaining;
+    Forget(p.work.get());
     it = proxies_.erase(it);
   }
 }
@@ -181,7 +185,7 @@ Status RankHub::Exchange() {
       it->second.verdict_seen = true;
       if (it->second.on_verdict) it->second.on_verdict(v.status);
       if (!v.status.ok()) {
-        load_[r] -= it->second.work->remaining;
+        Forget(it->second.work.get());
         proxies_.erase(it);
       }
     }

@@ -102,6 +102,8 @@ class RankHub {
 
   std::shared_ptr<Work> Open(int rank, const engine::Request& request);
   void CountDown(Work* work, const engine::RequestOutput& o);
+  // Drops what is left of a request's work (refused, failed, or never added).
+  void Forget(Work* work);
   void Deliver(uint64_t id, const engine::RequestOutput& o);
   void FailRank(int rank, const Status& why);
 

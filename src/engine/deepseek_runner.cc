@@ -89,6 +89,11 @@ Status DeepSeekRunner::CopyPage(int32_t from, int32_t to) {
   return Status::Ok();
 }
 
+std::span<uint8_t> DeepSeekRunner::PageBytes(int32_t page) {
+  if (!store_ || page < 0 || page >= store_->capacity()) return {};
+  return {store_->page(page), static_cast<size_t>(layout_.page_bytes)};
+}
+
 Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) {
   std::vector<model::ForwardInput> fin;
   fin.reserve(inputs.size());

@@ -23,12 +23,15 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/delivery.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
+#include "engine/page_handoff.h"
 #include "engine/request.h"
 #include "engine/sampling/sampler.h"
 #include "engine/scheduler.h"
@@ -104,6 +107,16 @@ class Engine {
   ModelRunner& runner() const { return *runner_; }
   // Every invariant between sequences, the scheduler and the page pool.
   Status CheckIntegrity() const;
+
+  // KV hand-off (page_handoff.h, where they are defined). ExportPromptPages copies the cached
+  // complete pages of `prompt`'s blocks, from the first block up to the first one not cached.
+  // ImportPages checks the bundle (fingerprint equal to `fingerprint`, this engine's page
+  // layout, every checksum) and registers its pages in the prefix cache as cached pages (ref 0,
+  // evictable); blocks already cached are skipped, and when no page can be had the rest is
+  // dropped (a shorter prefix hit, never a wrong one).
+  StatusOr<PageBundle> ExportPromptPages(std::span<const int32_t> prompt,
+                                         const std::string& fingerprint) const;
+  StatusOr<ImportResult> ImportPages(const PageBundle& bundle, const std::string& fingerprint);
 
  private:
   Engine(ModelRunner* runner, EngineOptions options, int64_t n_pages, ThreadPool* pool);

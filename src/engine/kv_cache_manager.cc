@@ -1,5 +1,6 @@
 #include "engine/kv_cache_manager.h"
 
+#include <algorithm>
 #include <string>
 
 #include <xxhash.h>
@@ -25,6 +26,21 @@ BlockKey ChainBlockKey(const std::optional<BlockKey>& parent, std::span<const in
   const XXH128_hash_t h = XXH3_128bits_digest(st);
   XXH3_freeState(st);
   return BlockKey{h.low64, h.high64};
+}
+
+void AppendBlockKeys(std::span<const int32_t> tokens, int64_t prompt_len, int64_t block_tokens,
+                     bool key_prompt_rows, std::vector<BlockKey>* keys) {
+  const int64_t full = static_cast<int64_t>(tokens.size()) / block_tokens;
+  for (int64_t b = static_cast<int64_t>(keys->size()); b < full; ++b) {
+    std::optional<BlockKey> parent;
+    if (b > 0) parent = (*keys)[static_cast<size_t>(b - 1)];
+    const int64_t prompt_rows =
+        key_prompt_rows ? std::clamp<int64_t>(prompt_len - b * block_tokens, 0, block_tokens) : -1;
+    keys->push_back(ChainBlockKey(
+        parent,
+        tokens.subspan(static_cast<size_t>(b * block_tokens), static_cast<size_t>(block_tokens)),
+        prompt_rows));
+  }
 }
 
 KvCacheManager::KvCacheManager(int64_t capacity, int64_t block_tokens, bool prefix_cache)
@@ -114,13 +130,18 @@ std::vector<int32_t> KvCacheManager::Match(std::span<const BlockKey> keys) {
 }
 
 int64_t KvCacheManager::Peek(std::span<const BlockKey> keys) const {
-  if (!prefix_cache_) return 0;
-  int64_t n = 0;
+  return static_cast<int64_t>(Find(keys).size());
+}
+
+std::vector<int32_t> KvCacheManager::Find(std::span<const BlockKey> keys) const {
+  std::vector<int32_t> pages;
+  if (!prefix_cache_) return pages;
   for (const BlockKey& k : keys) {
-    if (!cache_.count(k)) break;
-    ++n;
+    auto it = cache_.find(k);
+    if (it == cache_.end()) break;
+    pages.push_back(it->second);
   }
-  return n;
+  return pages;
 }
 
 KvCacheCounters KvCacheManager::counters() const {

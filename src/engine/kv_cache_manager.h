@@ -39,6 +39,14 @@ struct BlockKeyHash {
 BlockKey ChainBlockKey(const std::optional<BlockKey>& parent, std::span<const int32_t> tokens,
                        int64_t prompt_rows = -1);
 
+// Extends `keys` (the keys of the first keys->size() full blocks of `tokens`) to every full block
+// of `tokens`, a sequence whose first `prompt_len` positions are its prompt: with
+// key_prompt_rows (ModelRunner::prompt_sensitive), each key counts the block's prompt rows.
+// The one definition of a sequence's block keys: the scheduler, the KV hand-off and the router
+// all call it.
+void AppendBlockKeys(std::span<const int32_t> tokens, int64_t prompt_len, int64_t block_tokens,
+                     bool key_prompt_rows, std::vector<BlockKey>* keys);
+
 struct KvCacheCounters {
   int64_t capacity = 0;
   int64_t used = 0;    // ref count > 0
@@ -75,6 +83,8 @@ class KvCacheManager {
   std::vector<int32_t> Match(std::span<const BlockKey> keys);
   // Pages a Match of `keys` would return, without taking them or counting.
   int64_t Peek(std::span<const BlockKey> keys) const;
+  // The pages a Match of `keys` would return, without taking them or counting.
+  std::vector<int32_t> Find(std::span<const BlockKey> keys) const;
 
   int32_t ref_count(int32_t page) const { return refs_[static_cast<size_t>(page)]; }
   KvCacheCounters counters() const;

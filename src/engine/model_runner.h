@@ -106,6 +106,10 @@ class ModelRunner {
     (void)to;
     return Unimplemented("this model runner cannot copy pages");
   }
+  // The page_bytes() bytes of a page: everything the page holds (header, KV entries, index keys,
+  // ring tails), which a KV hand-off copies between engines (engine/page_handoff.h). Empty: this
+  // runner cannot hand pages over.
+  virtual std::span<uint8_t> PageBytes(int32_t /*page*/) { return {}; }
   // One forward over a mixed batch. Logits rows in input order: logits_rows rows per input
   // (1 by default; contents unspecified for an input with !want_logits), [rows][vocab].
   virtual Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) = 0;

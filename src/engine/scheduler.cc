@@ -7,18 +7,7 @@
 namespace deepinfer::engine {
 
 void Sequence::UpdateBlockKeys(int64_t block_tokens, bool key_prompt_rows) {
-  const int64_t full = static_cast<int64_t>(tokens.size()) / block_tokens;
-  for (int64_t b = static_cast<int64_t>(block_keys.size()); b < full; ++b) {
-    std::optional<BlockKey> parent;
-    if (b > 0) parent = block_keys[static_cast<size_t>(b - 1)];
-    const int64_t prompt_rows =
-        key_prompt_rows ? std::clamp<int64_t>(prompt_len - b * block_tokens, 0, block_tokens) : -1;
-    block_keys.push_back(
-        ChainBlockKey(parent,
-                      std::span<const int32_t>(tokens).subspan(
-                          static_cast<size_t>(b * block_tokens), static_cast<size_t>(block_tokens)),
-                      prompt_rows));
-  }
+  AppendBlockKeys(tokens, prompt_len, block_tokens, key_prompt_rows, &block_keys);
 }
 
 bool Scheduler::Before(const Sequence* a, const Sequence* b) {

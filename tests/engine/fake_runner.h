@@ -46,6 +46,10 @@ class FakeRunner : public ModelRunner {
   int64_t sequence_bytes() const override { return 64; }
   int64_t max_positions() const override { return max_positions_; }
 
+  std::span<uint8_t> PageBytes(int32_t page) override {
+    return {reinterpret_cast<uint8_t*>(slots_.data() + page * page_tokens_),
+            static_cast<size_t>(page_bytes())};
+  }
   Status InitPages(int64_t n_pages) override {
     slots_.assign(static_cast<size_t>(n_pages * page_tokens_), 0);
     return Status::Ok();

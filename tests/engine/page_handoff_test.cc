@@ -1,0 +1,176 @@
+// The KV hand-off (engine/page_handoff.h) on the real model (v41-tiny-a, both index-key modes):
+// pages exported from one engine after a prompt and imported into another make the second
+// engine's run of that prompt a prefix hit whose outputs equal a cold colocated run bit for bit
+// (ids and logprob bits; greedy and seeded sampling); a corrupt page, a wrong fingerprint or
+// layout, and a bundle cut short change nothing; a pool too small keeps the chain's head and drops
+// its tail; the receiver's page pool stays consistent (CheckIntegrity after every step).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "engine/deepseek_runner.h"
+#include "engine/engine.h"
+#include "engine/page_handoff.h"
+#include "fixture_model.h"
+
+namespace deepinfer::engine {
+namespace {
+
+struct HandoffRun {
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> logprob_bits;
+  int64_t prefix_hit = 0;
+};
+
+constexpr char kHandoffPrint[] = "test-fingerprint";
+
+class PageHandoffTest : public testing::FixtureModelModeTest {
+ protected:
+  struct Harness {
+    std::unique_ptr<DeepSeekRunner> runner;
+    std::unique_ptr<Engine> engine;
+  };
+  Harness Make(int64_t budget_pages, int64_t page_tokens = 8) {
+    DeepSeekRunnerOptions ro;
+    ro.index_key_mode = GetParam();
+    ro.page_tokens = page_tokens;
+    auto runner = DeepSeekRunner::Create(model_, ro);
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    EngineOptions eo;
+    eo.kv_budget_bytes = budget_pages * (*runner)->page_bytes() + 2 * (*runner)->sequence_bytes();
+    eo.scheduler.max_running = 2;
+    eo.scheduler.prefill_chunk = 16;
+    eo.check_integrity = true;
+    auto engine = Engine::Create(runner->get(), eo, &model_->pool());
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    return {std::move(*runner), std::move(*engine)};
+  }
+
+  static HandoffRun Run(Engine* engine, const std::vector<int32_t>& prompt, float temperature) {
+    HandoffRun o;
+    Request r;
+    r.prompt = prompt;
+    r.params.temperature = temperature;
+    r.params.seed = 77;
+    r.params.max_tokens = 6;
+    r.params.ignore_eos = true;
+    r.params.logprobs = true;
+    r.on_output = [&o](const RequestOutput& ro) {
+      o.ids.insert(o.ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+      for (const SampleResult& s : ro.samples) {
+        uint32_t bits;
+        std::memcpy(&bits, &s.logprob, 4);
+        o.logprob_bits.push_back(bits);
+      }
+      o.prefix_hit = ro.prefix_hit_tokens;
+    };
+    EXPECT_TRUE(engine->Add(std::move(r)).ok());
+    const Status s = engine->RunUntilIdle();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return o;
+  }
+
+  // A prefill engine's bundle of `prompt` after it ran (max_tokens 1, as a prefill instance).
+  PageBundle Prefill(const std::vector<int32_t>& prompt) {
+    Harness p = Make(64);
+    HandoffRun first;
+    Request r;
+    r.prompt = prompt;
+    r.params.max_tokens = 1;
+    r.on_output = [&first](const RequestOutput& ro) {
+      first.ids.insert(first.ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+    };
+    EXPECT_TRUE(p.engine->Add(std::move(r)).ok());
+    EXPECT_TRUE(p.engine->RunUntilIdle().ok());
+    auto bundle = p.engine->ExportPromptPages(prompt, kHandoffPrint);
+    EXPECT_TRUE(bundle.ok()) << bundle.status().ToString();
+    return std::move(*bundle);
+  }
+};
+
+TEST_P(PageHandoffTest, ImportedPagesGiveAColocatedRunsBits) {
+  const std::vector<int32_t> long_prompt = RandomPrompts(1, 12, 43, 1, 3)[0];  // 44 tokens: 5 pages
+  ASSERT_EQ(long_prompt.size(), 44u);
+  const PageBundle bundle = Prefill(long_prompt);
+  ASSERT_EQ(bundle.blocks.size(), 5u);  // the partial sixth page stays behind
+  // Through the wire form, as between instances.
+  auto wire = DecodeBundle(EncodeBundle(bundle));
+  ASSERT_TRUE(wire.ok()) << wire.status().ToString();
+
+  for (float temperature : {0.0f, 0.9f}) {
+    Harness cold = Make(64);
+    const HandoffRun colocated = Run(cold.engine.get(), long_prompt, temperature);
+    Harness d = Make(64);
+    auto imported = d.engine->ImportPages(*wire, kHandoffPrint);
+    ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+    EXPECT_EQ(imported->imported, 5);
+    EXPECT_EQ(imported->cached, 0);
+    EXPECT_TRUE(d.engine->CheckIntegrity().ok());
+    const HandoffRun handed = Run(d.engine.get(), long_prompt, temperature);
+    EXPECT_EQ(handed.prefix_hit, 40);
+    EXPECT_EQ(colocated.prefix_hit, 0);
+    EXPECT_EQ(handed.ids, colocated.ids) << "temperature " << temperature;
+    EXPECT_EQ(handed.logprob_bits, colocated.logprob_bits) << "temperature " << temperature;
+    // A second import of the same pages finds them cached.
+    auto again = d.engine->ImportPages(*wire, kHandoffPrint);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->imported, 0);
+    EXPECT_EQ(again->cached, 5);
+    EXPECT_TRUE(d.engine->CheckIntegrity().ok());
+  }
+}
+
+TEST_P(PageHandoffTest, BadBundlesChangeNothing) {
+  const std::vector<int32_t> prompt = RandomPrompts(1, 13, 23, 1, 3)[0];  // 24 tokens: 3 pages
+  const PageBundle bundle = Prefill(prompt);
+  ASSERT_EQ(bundle.blocks.size(), 3u);
+  Harness d = Make(64);
+  const int64_t free_before = d.engine->kv().counters().free;
+
+  PageBundle corrupt = bundle;
+  corrupt.blocks[2].bytes[100] ^= 1;
+  auto r = d.engine->ImportPages(corrupt, kHandoffPrint);
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("page 2 of 3"), std::string::npos) << r.status().message();
+
+  r = d.engine->ImportPages(bundle, "another model");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("fingerprint"), std::string::npos);
+
+  PageBundle layout = bundle;
+  layout.page_tokens = 16;
+  EXPECT_EQ(d.engine->ImportPages(layout, kHandoffPrint).status().code(),
+            StatusCode::kInvalidArgument);
+
+  const std::string wire = EncodeBundle(bundle);
+  EXPECT_EQ(DecodeBundle(wire.substr(0, wire.size() - 1)).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeBundle("DIKX" + wire.substr(4)).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeBundle("").status().code(), StatusCode::kDataLoss);
+
+  EXPECT_EQ(d.engine->kv().counters().free, free_before);
+  EXPECT_EQ(d.engine->kv().counters().cached, 0);
+  EXPECT_TRUE(d.engine->CheckIntegrity().ok());
+  // A cold run afterwards is a cold run.
+  EXPECT_EQ(Run(d.engine.get(), prompt, 0.0f).prefix_hit, 0);
+}
+
+TEST_P(PageHandoffTest, ASmallPoolDropsTheTail) {
+  const std::vector<int32_t> prompt = RandomPrompts(1, 14, 39, 1, 3)[0];  // 40 tokens: 5 pages
+  const PageBundle bundle = Prefill(prompt);
+  ASSERT_EQ(bundle.blocks.size(), 5u);
+  // A receiver whose pool has room for 3 pages: the first 3 blocks land, the rest is dropped.
+  Harness d = Make(3);
+  ASSERT_EQ(d.engine->kv().capacity(), 3);
+  auto r = d.engine->ImportPages(bundle, kHandoffPrint);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->imported, 3);
+  EXPECT_EQ(r->dropped, 2);
+  EXPECT_EQ(d.engine->kv().counters().cached, 3);
+  EXPECT_TRUE(d.engine->CheckIntegrity().ok());
+}
+
+DEEPINFER_BOTH_INDEX_KEY_MODES(PageHandoffTest);
+
+}  // namespace
+}  // namespace deepinfer::engine

@@ -26,6 +26,7 @@ LIBRARIES = {
     'pcre2.h': 'PkgConfig::PCRE2',
     'unicode/': 'ICU::uc',
     'mpi.h': 'MPI::MPI_CXX',
+    'ucp/': 'PkgConfig::UCX',
 }
 # Targets whose use cannot be seen in an #include (threads via <thread> and friends).
 UNCHECKED_LINKS = {'Threads::Threads'}

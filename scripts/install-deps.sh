@@ -16,6 +16,7 @@ PACKAGES=(
   python3 python3-jsonschema  # tests/structured/validate_outputs.py
   gnuplot-nox  # deepinfer bench-serve --plot (throughput-latency SVG)
   libopenmpi-dev openmpi-bin  # Open MPI: one instance over several ranks (src/dist)
+  libucx-dev ucx-utils  # UCX: request/reply between instances, KV-page hand-off (src/dist)
 )
 # Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

@@ -28,6 +28,12 @@ void EngineLoop::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::deque<std::function<void(engine::Engine*)>> left;  // a loop that never started
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left.swap(tasks_);
+  }
+  for (auto& task : left) task(nullptr);
 }
 
 Status EngineLoop::Submit(engine::Request request, std::function<void(const Status&)> on_verdict,
@@ -52,6 +58,16 @@ Status EngineLoop::Submit(engine::Request request, std::function<void(const Stat
       }
     };
     inbox_.push_back({std::move(request), std::move(on_verdict), std::move(remote)});
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+Status EngineLoop::Post(std::function<void(engine::Engine*)> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Internal("the server is shutting down");
+    tasks_.push_back(std::move(task));
   }
   cv_.notify_one();
   return Status::Ok();
@@ -140,19 +156,24 @@ void EngineLoop::AfterStep() {
 
 void EngineLoop::Run() {
   std::deque<Item> items;
+  std::deque<std::function<void(engine::Engine*)>> tasks;
   bool stop_seen = false;
   for (;;) {
     bool cancel_all = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stopping_ || cancel_all_ || !inbox_.empty() || !engine_->idle() || hub_busy_;
+        return stopping_ || cancel_all_ || !inbox_.empty() || !tasks_.empty() || !engine_->idle() ||
+               hub_busy_;
       });
       items.swap(inbox_);
+      tasks.swap(tasks_);
       stop_seen = stopping_;
       cancel_all = cancel_all_;
       cancel_all_ = false;
     }
+    for (auto& task : tasks) task(stop_seen ? nullptr : engine_);
+    tasks.clear();
     if (stop_seen) {
       // Refuse what has not started and cancel the rest; step until every request is retired.
       for (Item& item : items) {

@@ -69,6 +69,11 @@ class EngineLoop {
   // Cancels every request in the engine (any thread); they finish with kAbort.
   void CancelAll();
 
+  // Runs `task` once on the loop thread, between engine steps, with the engine (e.g. the KV
+  // hand-off of server/pd_handoff.h); with nullptr instead when the loop stops first. Internal
+  // (the task never runs) after Stop.
+  Status Post(std::function<void(engine::Engine*)> task);
+
   EngineSnapshot Snapshot() const;
   int64_t pending() const;
 
@@ -89,6 +94,7 @@ class EngineLoop {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> inbox_;
+  std::deque<std::function<void(engine::Engine*)>> tasks_;
   bool stopping_ = false;
   bool cancel_all_ = false;
   bool started_ = false;

@@ -47,7 +47,13 @@ class Exchange {
   // The status sent (for metrics); 0 before a response started.
   int status() const { return status_; }
 
+  // Set by POST /internal/pd/prefill (pd_routes.cc): the generation only computes its prompt
+  // and hands the pages to the decode instance at this address (server/pd_handoff.h); empty
+  // for every ordinary request.
+  const std::string& handoff_to() const { return handoff_to_; }
+
  protected:
+  std::string handoff_to_;
   std::chrono::steady_clock::time_point arrival_ = std::chrono::steady_clock::now();
   int status_ = 0;
 };

@@ -10,6 +10,9 @@
 namespace deepinfer::server {
 
 net::awaitable<void> GenerationSession::Run(GenerationInput input) {
+  if (!ex_.handoff_to().empty()) {
+    co_return co_await RunPrefillLeg(ctx_, ex_, style_, std::move(input));
+  }
   engine::Request request;
   request.prompt = std::move(input.prompt);
   request.params = std::move(input.params);

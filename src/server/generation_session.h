@@ -113,6 +113,13 @@ std::optional<ApiError> FirstSampleFailure(bool streaming, const std::vector<Cho
   return std::nullopt;
 }
 
+// The prefill leg of a disaggregated request (Exchange::handoff_to set; pd_routes.cc): computes
+// the prompt (one token, greedy), hands its pages to the decode instance and answers 200 with
+// the HandoffReport as JSON; 502 when the hand-off failed (the error names the decode instance
+// and the cause), the route's own errors for a bad request.
+net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle style,
+                                   GenerationInput input);
+
 class GenerationSession {
  public:
   // ctx, ex and renderer outlive Run.

@@ -150,6 +150,8 @@ const Route kRoutes[] = {
     {http::verb::post, "/detokenize", HandleDetokenize, ApiStyle::kOpenAi},
     {http::verb::get, "/health", HandleHealth, ApiStyle::kOpenAi},
     {http::verb::get, "/metrics", HandleMetrics, ApiStyle::kOpenAi},
+    {http::verb::get, "/internal/info", HandleInternalInfo, ApiStyle::kOpenAi},
+    {http::verb::post, "/internal/pd/prefill", HandlePdPrefill, ApiStyle::kOpenAi},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -180,8 +182,8 @@ bool Authorized(const std::string& key, const http::request<http::string_body>& 
 
 class Server {
  public:
-  Server(ServerContext& ctx, const ServerOptions& options)
-      : ctx_(ctx), options_(options), acceptor_(io_), signals_(io_, SIGINT, SIGTERM) {}
+  Server(const HttpApp& app, const ServerOptions& options)
+      : app_(app), options_(options), acceptor_(io_), signals_(io_, SIGINT, SIGTERM) {}
 
   Status Run() {
     beast::error_code ec;
@@ -196,22 +198,27 @@ class Server {
       return InvalidArgument("cannot listen on " + options_.host + ":" +
                              std::to_string(options_.port) + ": " + ec.message());
     }
-    if (options_.on_listening)
-      options_.on_listening(options_.host, acceptor_.local_endpoint().port());
     signals_.async_wait([this](const beast::error_code& e, int) {
       if (!e) BeginDrain();
     });
-    net::co_spawn(io_, Accept(), net::detached);
+    net::co_spawn(io_, Start(acceptor_.local_endpoint().port()), net::detached);
     io_.run();
-    // Every connection has closed. Stop the engine (it retires what is left, so no output
-    // callback survives) and run the wake-ups it posted meanwhile before io_ goes away.
-    ctx_.loop->Stop();
+    // Every connection has closed. Stop what still posts work (serve: the engine retires what
+    // is left, so no output callback survives) and run what it posted meanwhile before io_
+    // goes away.
+    if (app_.on_closed) app_.on_closed();
     io_.restart();
     io_.poll();
     return Status::Ok();
   }
 
  private:
+  net::awaitable<void> Start(uint16_t port) {
+    if (app_.start) co_await app_.start();
+    if (options_.on_listening) options_.on_listening(options_.host, port);
+    co_await Accept();
+  }
+
   net::awaitable<void> Accept() {
     for (;;) {
       beast::error_code ec;
@@ -229,7 +236,8 @@ class Server {
   void BeginDrain() {
     if (draining_) return;
     draining_ = true;
-    std::fprintf(stderr, "deepinfer serve: draining (%d connections)\n", sessions_);
+    std::fprintf(stderr, "deepinfer %s: draining (%d connections)\n", app_.name.c_str(), sessions_);
+    if (app_.on_drain) app_.on_drain();
     beast::error_code ec;
     acceptor_.close(ec);
     for (beast::tcp_stream* s : idle_) s->socket().close(ec);
@@ -244,8 +252,9 @@ class Server {
     bool cancelled = false;
     while (sessions_ > 0) {
       if (!cancelled && std::chrono::steady_clock::now() >= deadline) {
-        std::fprintf(stderr, "deepinfer serve: drain timeout, cancelling %d requests\n", active_);
-        ctx_.loop->CancelAll();
+        std::fprintf(stderr, "deepinfer %s: drain timeout, cancelling %d requests\n",
+                     app_.name.c_str(), active_);
+        if (app_.cancel_all) app_.cancel_all();
         cancelled = true;
       }
       timer.expires_after(20ms);
@@ -314,7 +323,7 @@ class Server {
       const ApiStyle style = StyleOf(path);
       const auto length = parser.content_length();
       if (length && *length > static_cast<uint64_t>(options_.max_body_bytes)) {
-        ctx_.metrics->CountRequest(path, 413);
+        Count(path, 413);
         co_await RejectTooLarge(stream, buffer, std::optional<uint64_t>(*length),
                                 parser.get().version(), style);
         break;
@@ -329,7 +338,7 @@ class Server {
       co_await http::async_read(stream, buffer, parser,
                                 net::redirect_error(net::use_awaitable, ec));
       if (ec == http::error::body_limit) {
-        ctx_.metrics->CountRequest(path, 413);
+        Count(path, 413);
         co_await RejectTooLarge(stream, buffer, std::nullopt, parser.get().version(), style);
         break;
       }
@@ -346,10 +355,14 @@ class Server {
     --sessions_;
   }
 
+  void Count(const std::string& route, int status) {
+    if (app_.count_request) app_.count_request(route, status);
+  }
+
   net::awaitable<void> Dispatch(const std::string& path, ApiStyle style, ConnectionExchange& ex) {
-    const Route* route = nullptr;
+    const HttpRoute* route = nullptr;
     bool path_known = false;
-    for (const Route& r : kRoutes) {
+    for (const HttpRoute& r : app_.routes) {
       if (r.path != path) continue;
       path_known = true;
       if (r.method == ex.request().method()) route = &r;
@@ -360,7 +373,7 @@ class Server {
       e.http_status = path_known ? 405 : 404;
       e.message = path_known ? "method not allowed" : "no route " + path;
       co_await ex.SendError(style, e);
-    } else if (path != "/health" && !Authorized(options_.api_key, ex.request())) {
+    } else if (route->needs_key && !Authorized(options_.api_key, ex.request())) {
       ApiError e;
       e.http_status = 401;
       e.message = "missing or invalid API key (Authorization: Bearer KEY)";
@@ -370,13 +383,14 @@ class Server {
     } else {
       std::string failure;
       try {
-        co_await route->handler(ctx_, ex);
+        co_await route->handler(ex);
       } catch (const std::exception& e) {
         failure = e.what();
       }
       if (!failure.empty()) {
         // A handler bug must not take the server down; the request gets a 500 if it can.
-        std::fprintf(stderr, "deepinfer serve: %s: %s\n", path.c_str(), failure.c_str());
+        std::fprintf(stderr, "deepinfer %s: %s: %s\n", app_.name.c_str(), path.c_str(),
+                     failure.c_str());
         if (ex.status() == 0) {
           ApiError err;
           err.http_status = 500;
@@ -385,10 +399,10 @@ class Server {
         }
       }
     }
-    ctx_.metrics->CountRequest(metric_route, ex.status());
+    Count(metric_route, ex.status());
   }
 
-  ServerContext& ctx_;
+  const HttpApp& app_;
   ServerOptions options_;
   net::io_context io_{1};
   tcp::acceptor acceptor_;
@@ -401,9 +415,27 @@ class Server {
 
 }  // namespace
 
-Status Serve(ServerContext& ctx, const ServerOptions& options) {
-  Server server(ctx, options);
+Status ServeHttp(const HttpApp& app, const ServerOptions& options) {
+  Server server(app, options);
   return server.Run();
+}
+
+Status Serve(ServerContext& ctx, const ServerOptions& options) {
+  HttpApp app;
+  app.name = "serve";
+  for (const Route& r : kRoutes) {
+    const Handler handler = r.handler;
+    app.routes.push_back({.method = r.method,
+                          .path = std::string(r.path),
+                          .handler = [&ctx, handler](Exchange& ex) { return handler(ctx, ex); },
+                          .needs_key = r.path != "/health"});
+  }
+  app.cancel_all = [&ctx] { ctx.loop->CancelAll(); };
+  app.on_closed = [&ctx] { ctx.loop->Stop(); };
+  app.count_request = [&ctx](const std::string& route, int status) {
+    ctx.metrics->CountRequest(route, status);
+  };
+  return ServeHttp(app, options);
 }
 
 }  // namespace deepinfer::server

@@ -228,4 +228,22 @@ void RenderSpecDecode(const SpecDecodeCounters& c, std::string* out) {
   }
 }
 
+void RenderPdCounters(const PdCounters& c, std::string* out) {
+  Counter("deepinfer_pd_handoffs_total", "KV hand-offs sent and acknowledged (prefill side)",
+          static_cast<double>(c.handoffs), out);
+  Counter("deepinfer_pd_handoff_failures_total", "KV hand-offs that failed (prefill side)",
+          static_cast<double>(c.failures), out);
+  Counter("deepinfer_pd_handoff_bytes_total", "bytes of page bundles sent",
+          static_cast<double>(c.bytes_sent), out);
+  Counter("deepinfer_pd_handoff_seconds_total", "export + transfer + import time of hand-offs",
+          c.seconds, out);
+  Counter("deepinfer_pd_bundles_received_total", "page bundles imported (decode side)",
+          static_cast<double>(c.bundles_received), out);
+  Counter("deepinfer_pd_pages_imported_total", "pages registered from hand-offs (decode side)",
+          static_cast<double>(c.pages_imported), out);
+  Counter("deepinfer_pd_bundles_refused_total",
+          "page bundles refused: malformed, fingerprint, checksum (decode side)",
+          static_cast<double>(c.receive_failures), out);
+}
+
 }  // namespace deepinfer::server

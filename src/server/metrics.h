@@ -15,6 +15,9 @@
 //                                                   forward calls, in verification + drafting
 //   deepinfer_http_thread_cpu_seconds_total         CPU time of the HTTP I/O thread
 //   process_cpu_seconds_total                       CPU time of the whole process
+//   deepinfer_pd_*                                  KV hand-offs (prefill/decode disaggregation):
+//                                                   sent, failed, bytes, seconds; received,
+//                                                   pages imported, refused
 //   deepinfer_rank_*{rank}                          over MPI ranks (rank_hub.h): per rank its
 //                                                   running / waiting sequences, KV pages used
 //                                                   and capacity, outstanding work, finished
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "server/engine_loop.h"
+#include "server/pd_handoff.h"
 
 namespace deepinfer::server {
 
@@ -100,5 +104,8 @@ SpecDecodeCounters SpecDecodeOf(const Stats& stats) {
 
 // The counters in the Prometheus text format.
 void RenderSpecDecode(const SpecDecodeCounters& counters, std::string* out);
+
+// deepinfer_pd_*: the KV hand-offs of prefill/decode disaggregation (server/pd_handoff.h).
+void RenderPdCounters(const PdCounters& c, std::string* out);
 
 }  // namespace deepinfer::server

@@ -87,8 +87,9 @@ net::awaitable<void> HandleHealth(ServerContext& ctx, Exchange& ex) {
 }
 
 net::awaitable<void> HandleMetrics(ServerContext& ctx, Exchange& ex) {
-  co_await ex.Send(200, "text/plain; version=0.0.4",
-                   ctx.metrics->Render(ctx.loop->Snapshot(), ReadCpuTimes()));
+  std::string text = ctx.metrics->Render(ctx.loop->Snapshot(), ReadCpuTimes());
+  if (ctx.pd != nullptr) RenderPdCounters(ctx.pd->counters(), &text);
+  co_await ex.Send(200, "text/plain; version=0.0.4", std::move(text));
 }
 
 }  // namespace deepinfer::server

@@ -21,5 +21,8 @@ net::awaitable<void> HandleTokenize(ServerContext& ctx, Exchange& ex);
 net::awaitable<void> HandleDetokenize(ServerContext& ctx, Exchange& ex);
 net::awaitable<void> HandleHealth(ServerContext& ctx, Exchange& ex);
 net::awaitable<void> HandleMetrics(ServerContext& ctx, Exchange& ex);
+// pd_routes.cc: GET /internal/info, POST /internal/pd/prefill (docs/disaggregation.md)
+net::awaitable<void> HandleInternalInfo(ServerContext& ctx, Exchange& ex);
+net::awaitable<void> HandlePdPrefill(ServerContext& ctx, Exchange& ex);
 
 }  // namespace deepinfer::server

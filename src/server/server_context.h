@@ -8,6 +8,7 @@
 #include "api/structured_outputs.h"
 #include "server/engine_loop.h"
 #include "server/metrics.h"
+#include "server/pd_handoff.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::server {
@@ -25,6 +26,16 @@ struct ServerContext {
   // model's vocabulary; null = no grammar support (such requests get 400). Used on the I/O
   // thread only.
   api::StructuredOutputs* structured = nullptr;
+
+  // Prefill/decode disaggregation and the router (docs/disaggregation.md, GET /internal/info):
+  // what must match for two instances to share pages or sit behind one router (model, page
+  // layout, kernel level, index-key mode), this instance's role, its page length and key mode
+  // (the router computes the same block keys), and the KV hand-off endpoint (null: none).
+  std::string fingerprint;
+  std::string role = "both";  // prefill | decode | both
+  int64_t page_tokens = 0;
+  bool prompt_sensitive = false;
+  PdEndpoint* pd = nullptr;
 };
 
 }  // namespace deepinfer::server

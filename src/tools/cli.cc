@@ -18,6 +18,7 @@ int Main(int argc, char** argv) {
   RegisterRenderChat(app, &exit_code);
   RegisterParseOutput(app, &exit_code);
   RegisterServe(app, &exit_code);
+  RegisterRoute(app, &exit_code);
   RegisterBench(app, &exit_code);
   RegisterBenchServe(app, &exit_code);
   try {

@@ -20,6 +20,7 @@ void RegisterGrammarCheck(CLI::App& app, int* exit_code);
 void RegisterRenderChat(CLI::App& app, int* exit_code);
 void RegisterParseOutput(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);
+void RegisterRoute(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterBenchServe(CLI::App& app, int* exit_code);
 

@@ -19,11 +19,13 @@
 #include "server/engine_loop.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/pd_handoff.h"
 #include "server/rank_hub.h"
 #include "server/rank_worker.h"
 #include "server/server_context.h"
 #include "tools/cli.h"
 #include "tools/engine_setup.h"
+#include "tools/instance_fingerprint.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -36,7 +38,29 @@ struct ServeArgs {
   std::string max_body = "8M";
   int64_t max_pending = 256;
   EngineFlags engine;
+  // Prefill/decode disaggregation (docs/disaggregation.md).
+  std::string role = "both";
+  std::string pd_host;  // default: --host
+  int pd_port = -1;     // KV hand-off listener; -1 = none (decode: any free port)
 };
+
+// The KV hand-off endpoint of a --role prefill|decode instance (or both with --pd-port);
+// null for a plain instance.
+StatusOr<std::unique_ptr<server::PdEndpoint>> MakePdEndpoint(const ServeArgs& a,
+                                                             server::EngineLoop* loop,
+                                                             const std::string& fingerprint) {
+  if (a.role == "both" && a.pd_port < 0) return std::unique_ptr<server::PdEndpoint>();
+  if (dist::MpiWorld::Instance().distributed()) {
+    return InvalidArgument(
+        "--role prefill|decode and --pd-port run on single-process instances (one rank) for "
+        "now; the router spreads work over several instances");
+  }
+  int port = a.pd_port;
+  if (a.role == "decode" && port < 0) port = 0;
+  if (a.role == "prefill") port = -1;
+  return server::PdEndpoint::Create(loop, fingerprint,
+                                    a.pd_host.empty() ? a.server.host : a.pd_host, port);
+}
 
 // A model folder made by scripts/default-model.sh carries a RANDOM_WEIGHTS note.
 void WarnIfRandom(const std::string& model_dir) {
@@ -165,12 +189,24 @@ Status RunServe(ServeArgs& a) {
   ctx.eos_id = e.runner->eos_token_id();
   ctx.created = static_cast<int64_t>(std::time(nullptr));
   ctx.structured = e.structured.get();  // null: requests with structured outputs get 400
+  DI_ASSIGN_OR_RETURN(ctx.fingerprint, InstanceFingerprint(a.model_dir, e, a.engine));
+  ctx.role = a.role;
+  ctx.page_tokens = e.runner->page_tokens();
+  ctx.prompt_sensitive = e.runner->prompt_sensitive();
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<server::PdEndpoint> pd,
+                      MakePdEndpoint(a, &loop, ctx.fingerprint));
+  ctx.pd = pd.get();
   const bool auth = !a.server.api_key.empty();
   a.server.on_listening = [&](const std::string& host, uint16_t port) {
     const std::string url = "http://" + host + ":" + std::to_string(port);
     std::printf("deepinfer serve: listening on %s (model \"%s\", context %lld tokens%s)\n",
                 url.c_str(), ctx.model_name.c_str(), static_cast<long long>(ctx.max_context),
                 auth ? ", API key required" : "");
+    if (ctx.pd != nullptr) {
+      std::printf("role %s; KV hand-off %s; fingerprint %s\n", ctx.role.c_str(),
+                  ctx.pd->address().empty() ? "sender only" : ctx.pd->address().c_str(),
+                  ctx.fingerprint.c_str());
+    }
     std::printf("try:\n  %s\n", CurlExample(url, ctx.model_name, auth).c_str());
     std::fflush(stdout);
   };
@@ -202,6 +238,13 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                   "largest request body (bytes, or 512K, 8M); more get 413");
   cmd->add_option("--drain-timeout", a->server.drain_timeout_s,
                   "seconds to let in-flight requests finish on SIGTERM before cancelling them");
+  cmd->add_option("--role", a->role,
+                  "prefill/decode disaggregation (docs/disaggregation.md): prefill (computes "
+                  "prompts for decode instances), decode (takes their pages over UCX), both")
+      ->check(CLI::IsMember({"prefill", "decode", "both"}));
+  cmd->add_option("--pd-host", a->pd_host, "address of the KV hand-off listener (default --host)");
+  cmd->add_option("--pd-port", a->pd_port,
+                  "port of the KV hand-off listener (UCX; decode default: any free port)");
   AddEngineFlags(cmd, &a->engine);
   cmd->callback([a, exit_code] {
     const Status s = RunServe(*a);

@@ -50,6 +50,10 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
   cmd->add_option("--eplb-redundant", f->eplb_redundant,
                   "expert parallel with EPLB: extra copies of the hottest experts per layer")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--check-integrity", f->check_integrity,
+                  "check every invariant of the page pool after every engine step (on/off; "
+                  "slower; debug builds always do); a violation fails the step loudly")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 std::string EngineFlags::Describe() const {

@@ -44,6 +44,7 @@ struct EngineFlags {
   std::string expert_parallel = "on";
   int64_t eplb_interval = 0;
   int64_t eplb_redundant = 0;
+  std::string check_integrity = "off";  // KvCacheManager / engine invariants after every step
 
   // Every flag and its value, one string (ranks compare theirs at start).
   std::string Describe() const;

@@ -1,0 +1,144 @@
+#include "server/pd_handoff.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "dist/ucx_rpc.h"
+#include "engine/engine.h"
+#include "engine/page_handoff.h"
+#include "server/engine_loop.h"
+
+namespace deepinfer::server {
+namespace {
+
+std::string ReplyError(const std::string& message) {
+  return nlohmann::json{{"ok", false}, {"error", message}}.dump();
+}
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+PdEndpoint::PdEndpoint(EngineLoop* loop, std::string fingerprint)
+    : loop_(loop), fingerprint_(std::move(fingerprint)) {
+  const char* fault = std::getenv("DEEPINFER_FAULT");
+  corrupt_fault_ = fault != nullptr && std::string(fault) == "pd_corrupt_page";
+}
+
+PdEndpoint::~PdEndpoint() {
+  server_.reset();  // no more bundles; a reply still pending on the loop goes nowhere
+  blocking_.join();
+}
+
+StatusOr<std::unique_ptr<PdEndpoint>> PdEndpoint::Create(EngineLoop* loop, std::string fingerprint,
+                                                         const std::string& listen_host,
+                                                         int listen_port) {
+  std::unique_ptr<PdEndpoint> pd(new PdEndpoint(loop, std::move(fingerprint)));
+  DI_ASSIGN_OR_RETURN(pd->client_, dist::UcxRpcClient::Create());
+  if (listen_port >= 0) {
+    PdEndpoint* self = pd.get();
+    DI_ASSIGN_OR_RETURN(pd->server_, dist::UcxRpcServer::Start(
+                                         listen_host, static_cast<uint16_t>(listen_port),
+                                         [self](const std::string& wire,
+                                                const std::function<void(std::string)>& reply) {
+                                           self->Receive(wire, reply);
+                                         }));
+    pd->address_ = pd->server_->address();
+  }
+  return pd;
+}
+
+net::any_io_executor PdEndpoint::blocking_executor() { return blocking_.get_executor(); }
+
+PdCounters PdEndpoint::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+void PdEndpoint::Receive(const std::string& wire, const std::function<void(std::string)>& respond) {
+  auto refuse = [this, &respond](const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.receive_failures;
+    }
+    respond(ReplyError(why));
+  };
+  StatusOr<engine::PageBundle> bundle = engine::DecodeBundle(wire);
+  if (!bundle.ok()) return refuse(bundle.status().message());
+  auto shared = std::make_shared<engine::PageBundle>(std::move(*bundle));
+  const Status posted = loop_->Post([this, shared, respond](engine::Engine* engine) {
+    if (engine == nullptr) {
+      respond(ReplyError("the decode instance is shutting down"));
+      return;
+    }
+    StatusOr<engine::ImportResult> r = engine->ImportPages(*shared, fingerprint_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!r.ok()) {
+      ++counters_.receive_failures;
+      respond(ReplyError(r.status().message()));
+      return;
+    }
+    ++counters_.bundles_received;
+    counters_.pages_imported += r->imported;
+    respond(nlohmann::json{
+        {"ok", true}, {"imported", r->imported}, {"cached", r->cached}, {"dropped", r->dropped}}
+                .dump());
+  });
+  if (!posted.ok()) refuse(posted.message());
+}
+
+StatusOr<HandoffReport> PdEndpoint::HandOff(const std::vector<int32_t>& prompt,
+                                            const std::string& decode_address, double timeout_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto fail = [&](const std::string& why) -> Status {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.failures;
+    return Internal("KV hand-off to decode instance " + decode_address + ": " + why);
+  };
+  // Export on the loop thread, between steps.
+  auto exported = std::make_shared<std::promise<StatusOr<engine::PageBundle>>>();
+  std::future<StatusOr<engine::PageBundle>> ready = exported->get_future();
+  const Status posted = loop_->Post([this, &prompt, exported](engine::Engine* engine) {
+    if (engine == nullptr) {
+      exported->set_value(Internal("the prefill instance is shutting down"));
+      return;
+    }
+    exported->set_value(engine->ExportPromptPages(prompt, fingerprint_));
+  });
+  if (!posted.ok()) return fail(posted.message());
+  StatusOr<engine::PageBundle> bundle = ready.get();
+  if (!bundle.ok()) return fail(bundle.status().message());
+
+  HandoffReport report;
+  report.prompt_tokens = static_cast<int64_t>(prompt.size());
+  report.pages = static_cast<int64_t>(bundle->blocks.size());
+  if (corrupt_fault_ && !bundle->blocks.empty()) bundle->blocks[0].bytes[0] ^= 0x5a;
+  const std::string wire = engine::EncodeBundle(*bundle);
+  report.bytes = static_cast<int64_t>(wire.size());
+  StatusOr<std::string> reply = client_->Call(decode_address, wire, timeout_s);
+  if (!reply.ok())
+    return fail("transfer of pages 0.." + std::to_string(report.pages) +
+                " failed: " + reply.status().message());
+  const nlohmann::json j = nlohmann::json::parse(*reply, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.value("ok", false)) {
+    return fail(j.is_object() && j.contains("error") && j["error"].is_string()
+                    ? j["error"].get<std::string>()
+                    : "malformed reply");
+  }
+  report.imported = j.value("imported", int64_t{0});
+  report.cached = j.value("cached", int64_t{0});
+  report.dropped = j.value("dropped", int64_t{0});
+  report.seconds = Since(t0);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.handoffs;
+  counters_.bytes_sent += report.bytes;
+  counters_.seconds += report.seconds;
+  return report;
+}
+
+}  // namespace deepinfer::server

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prefill/decode disaggregation and the router, measured (docs/performance.md, "Disaggregation
 # and the router"). Two parts:
-#   mixed  MODEL TOKENIZER: colocated (one instance, 2 threads) against PD (a prefill and a decode
+#   mixed  MODEL TOKENIZER: colocated (one instance, 2 and 1 threads) against PD (a prefill and a decode
 #          instance, 1 thread each, behind `deepinfer route`) on a workload that mixes long
 #          prompts with ongoing decodes; bench-serve's TTFT / TPOT p50 / p99, and the hand-off's
 #          bytes per prompt token and seconds (prefill instance's /metrics).
@@ -47,11 +47,13 @@ for k in range(24):
 PY
   BENCH=(bench-serve --model m --dataset "$work/mixed.jsonl" --num-prompts 24 --max-concurrency 8
          --no-progress)
-  DEEPINFER_THREADS=2 start colo "$BIN" "${SERVE[@]}"
-  url="$(wait_url "$work/colo.log")"
-  echo "== colocated, 1 instance x 2 threads"
-  "$BIN" "${BENCH[@]}" --base-url "$url" | tee "$work/colo.txt"
-  stop_all
+  for threads in ${COLO_THREADS:-2 1}; do
+    DEEPINFER_THREADS=$threads start colo "$BIN" "${SERVE[@]}"
+    url="$(wait_url "$work/colo.log")"
+    echo "== colocated, 1 instance x $threads threads"
+    "$BIN" "${BENCH[@]}" --base-url "$url" | tee "$work/colo.txt"
+    stop_all
+  done
   DEEPINFER_THREADS=1 start pre "$BIN" "${SERVE[@]}" --role prefill
   DEEPINFER_THREADS=1 start dec "$BIN" "${SERVE[@]}" --role decode
   pre="$(wait_url "$work/pre.log")"; dec="$(wait_url "$work/dec.log")"
@@ -69,8 +71,9 @@ PY
 fi
 
 # router: 4 workers (1 thread each) on shared-prefix prompts.
-BENCH=(bench-serve --model m --dataset shared-prefix --num-prefixes 8 --prefix-len 512
-       --input-len 64 --output-len 4 --num-prompts 96 --max-concurrency 8 --no-progress --seed 3)
+BENCH=(bench-serve --model m --dataset shared-prefix --num-prefixes "${PREFIXES:-32}" --prefix-len 512
+       --input-len 64 --output-len 4 --num-prompts "${PROMPTS:-256}" --max-concurrency 8 --no-progress
+       --seed 3)
 DEEPINFER_THREADS=1 start one "$BIN" "${SERVE[@]}"
 url="$(wait_url "$work/one.log")"
 "$BIN" "${BENCH[@]}" --base-url "$url" >/dev/null

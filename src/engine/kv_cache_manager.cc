@@ -110,11 +110,11 @@ void KvCacheManager::Register(int32_t page, const BlockKey& key) {
   key_of_[static_cast<size_t>(page)] = key;
 }
 
-std::vector<int32_t> KvCacheManager::Match(std::span<const BlockKey> keys) {
+std::vector<int32_t> KvCacheManager::Match(std::span<const BlockKey> keys, int64_t queried) {
   std::vector<int32_t> pages;
   if (!prefix_cache_) return pages;
+  queries_ += queried >= 0 ? queried : static_cast<int64_t>(keys.size());
   for (const BlockKey& k : keys) {
-    ++queries_;
     auto it = cache_.find(k);
     if (it == cache_.end()) break;
     ++hits_;

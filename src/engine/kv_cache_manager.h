@@ -79,8 +79,9 @@ class KvCacheManager {
   void Register(int32_t page, const BlockKey& key);
 
   // The pages of the longest cached run of `keys` from the start, each with one more reference
-  // (the caller now holds them). Counts queries and hits.
-  std::vector<int32_t> Match(std::span<const BlockKey> keys);
+  // (the caller now holds them). Counts `queried` blocks looked up (default: keys.size(); a
+  // caller that found the run with Peek passes the blocks it offered) and the hits.
+  std::vector<int32_t> Match(std::span<const BlockKey> keys, int64_t queried = -1);
   // Pages a Match of `keys` would return, without taking them or counting.
   int64_t Peek(std::span<const BlockKey> keys) const;
   // The pages a Match of `keys` would return, without taking them or counting.

@@ -85,7 +85,8 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
   // Cheap pre-check; Reserve below decides (hit pages taken off the LRU shrink the pool).
   const int64_t new_pages = (h + n + p - 1) / p - hit_blocks;
   if (kv_->available() < new_pages) return false;
-  seq->pages = kv_->Match(keys.subspan(0, static_cast<size_t>(hit_blocks)));
+  seq->pages = kv_->Match(keys.subspan(0, static_cast<size_t>(hit_blocks)),
+                          static_cast<int64_t>(keys.size()));
   CHECK_EQ(static_cast<int64_t>(seq->pages.size()), hit_blocks);
   seq->registered_blocks = hit_blocks;
   if (!Reserve(seq, h + n)) {

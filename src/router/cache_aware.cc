@@ -28,6 +28,23 @@ size_t CacheAware::Pick(std::span<const Candidate> candidates, int64_t prompt_to
   const size_t n = candidates.size();
   const size_t start = static_cast<size_t>(turn_++ % n);
   size_t best = start;
+  // Affinity first: the best holder of the prompt, when it holds enough of it.
+  if (!balance && prompt_tokens > 0) {
+    size_t holder = start;
+    for (size_t k = 1; k < n; ++k) {
+      const size_t i = (start + k) % n;
+      const Candidate& c = candidates[i];
+      const Candidate& h = candidates[holder];
+      if (c.cached_tokens > h.cached_tokens ||
+          (c.cached_tokens == h.cached_tokens && cost(c) < cost(h))) {
+        holder = i;
+      }
+    }
+    if (static_cast<double>(candidates[holder].cached_tokens) >=
+        options_.cache_threshold * static_cast<double>(prompt_tokens)) {
+      return holder;
+    }
+  }
   for (size_t k = 1; k < n; ++k) {
     const size_t i = (start + k) % n;
     const Candidate& c = candidates[i];

@@ -1,11 +1,15 @@
-// Cache-aware: the candidate with the least work for this request,
-//   cost(w) = in_flight_tokens(w) + (prompt_tokens - cached_tokens(w)),
-// i.e. what it already has to do plus the prompt tokens it would compute (the rest comes from
-// its prefix cache). A shared prefix therefore stays on the worker that holds it, until that
-// worker's queue outweighs recomputing the prefix elsewhere (no hot-prefix pinning).
-// Uneven load (PolicyOptions::balance_*): the least loaded candidate, whatever the caches hold.
-// Ties: the candidate whose cache the router lists fewer keys for (new prefixes spread), then
-// in turn.
+// Cache-aware, in order:
+//   1. uneven load (PolicyOptions::balance_*): the least loaded candidate, whatever the caches
+//      hold;
+//   2. affinity: the candidate holding the most of the prompt, when that is at least
+//      cache_threshold of it (sgl-router's rule; the load thresholds above bound the pinning of
+//      a hot prefix);
+//   3. otherwise the least work for this request,
+//        cost(w) = in_flight_tokens(w) + (prompt_tokens - cached_tokens(w)),
+//      what it already has to do plus the prompt tokens it would compute.
+// In-flight tokens count a request's uncached prompt only until its first answer bytes
+// (worker_pool.h, Lease). Ties: the candidate whose cache the router lists fewer keys for (new
+// prefixes spread), then in turn.
 #pragma once
 
 #include <cstdint>

@@ -45,6 +45,10 @@ struct PolicyOptions {
   // cache holds (sgl-router's thresholds: 64 requests and 1.5; here 64 requests of ~1K tokens).
   int64_t balance_abs_tokens = 64 * 1024;
   double balance_rel = 1.5;
+  // Cache-aware: a worker already holding at least this fraction of the prompt (the most among
+  // the workers) gets it unless the load is uneven (as sgl-router's cache_threshold); below it,
+  // the least tokens of work (in flight + uncached prompt) decide.
+  double cache_threshold = 0.5;
   uint64_t seed = 0;  // power-of-two draws (and cache-aware's fallback)
 };
 

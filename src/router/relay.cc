@@ -84,6 +84,7 @@ net::awaitable<RelayResult> Relay(server::Exchange& ex, RelayCall call) {
         co_return r;
       }
       if (piece.empty()) break;  // the end of the worker's stream
+      if (!got_any && call.on_first_piece) call.on_first_piece();
       if (!started) {
         started = true;
         if (!co_await ex.StartStream()) {  // (stops the watch)

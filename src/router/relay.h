@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "router/stream_resume.h"
@@ -55,6 +56,7 @@ struct RelayCall {
   UpstreamCalls* calls = nullptr;
   StreamLedger* ledger = nullptr;
   bool resume = false;
+  std::function<void()> on_first_piece;  // the worker's first answer bytes arrived
 };
 
 net::awaitable<RelayResult> Relay(server::Exchange& ex, RelayCall call);

@@ -183,6 +183,7 @@ net::awaitable<void> Router::Forward(Exchange& ex, ApiStyle style, WorkerPool& p
     call.calls = &calls_;
     call.ledger = &ledger;
     call.resume = resuming;
+    call.on_first_piece = [&lease] { lease.PrefillDone(); };
     const RelayResult r = co_await Relay(ex, std::move(call));
     lease.End();
     if (r.connect_failed) health_->NoteUnreachable(w);
@@ -265,6 +266,9 @@ net::awaitable<void> Router::PdGeneration(Exchange& ex, ApiStyle style, const Re
   }
   std::string decode_address;
   if (d->worker->info()) decode_address = d->worker->info()->pd_address;
+  if (facts.prompt_tokens < options_.pd_min_prompt_tokens) {  // not worth a hand-off
+    co_return co_await Forward(ex, style, *decode_, facts, std::move(d), facts.prompt_tokens);
+  }
   PdPlan plan;
   PdNext next = plan.Start(!decode_address.empty(), prefill_->CountRoutable());
   std::vector<Worker*> tried;

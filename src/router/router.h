@@ -50,6 +50,9 @@ struct RouterOptions {
   HealthCheckOptions health_check;
   UpstreamTimeouts timeouts;
   int64_t cache_blocks = 65536;  // page-block keys listed per worker (LRU)
+  // PD mode: prompts shorter than this go straight to a decode instance (a prefill leg would
+  // hand over few or no complete pages and cost a second prefill); 0 = every prompt.
+  int64_t pd_min_prompt_tokens = 256;
 };
 
 class Router {

@@ -75,9 +75,11 @@ Lease WorkerPool::Dispatch(const Choice& choice, int64_t prompt_tokens, int64_t 
   WorkerCounters& c = w->counters();
   ++c.requests;
   c.prompt_tokens += prompt_tokens;
-  c.cached_prompt_tokens += std::min(choice.cached_tokens, prompt_tokens);
+  const int64_t hit = std::min(choice.cached_tokens, prompt_tokens);
+  c.cached_prompt_tokens += hit;
   w->cache().Insert(choice.keys);
-  return Lease(w, work_tokens);
+  return Lease(w, std::max<int64_t>(work_tokens - hit, 0),
+               std::max<int64_t>(prompt_tokens - hit, 0));
 }
 
 }  // namespace deepinfer::router

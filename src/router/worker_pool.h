@@ -10,6 +10,7 @@
 // One I/O thread: no locking.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,22 +32,34 @@ struct Choice {
 };
 
 // A request outstanding on a worker: its work tokens count in the worker's in-flight load
-// until the lease ends (destroyed, or End).
+// until the lease ends (destroyed, or End); the prompt's share of them (`prefill` tokens) only
+// until PrefillDone (its first answer bytes: the worker has computed the prompt), so a worker
+// that holds streams which only decode does not look as busy as one still prefilling.
 class Lease {
  public:
   Lease() = default;
-  Lease(Worker* worker, int64_t tokens) : worker_(worker), tokens_(tokens) {
+  Lease(Worker* worker, int64_t tokens, int64_t prefill = 0)
+      : worker_(worker), tokens_(tokens), prefill_(std::min(prefill, tokens)) {
     worker_->AddInFlight(tokens_);
   }
-  Lease(Lease&& o) noexcept : worker_(o.worker_), tokens_(o.tokens_) { o.worker_ = nullptr; }
+  Lease(Lease&& o) noexcept : worker_(o.worker_), tokens_(o.tokens_), prefill_(o.prefill_) {
+    o.worker_ = nullptr;
+  }
   Lease& operator=(Lease&& o) noexcept {
     if (this != &o) {
       End();
       worker_ = o.worker_;
       tokens_ = o.tokens_;
+      prefill_ = o.prefill_;
       o.worker_ = nullptr;
     }
     return *this;
+  }
+  void PrefillDone() {
+    if (worker_ == nullptr) return;
+    worker_->AddInFlight(-prefill_);
+    tokens_ -= prefill_;
+    prefill_ = 0;
   }
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
@@ -59,6 +72,7 @@ class Lease {
  private:
   Worker* worker_ = nullptr;
   int64_t tokens_ = 0;
+  int64_t prefill_ = 0;
 };
 
 class WorkerPool {
@@ -70,7 +84,9 @@ class WorkerPool {
   std::optional<Choice> Choose(const RequestFacts& facts, std::span<Worker* const> exclude = {});
 
   // The request goes to choice.worker: counts it (requests, `prompt_tokens` and the expected
-  // hit among them), adds the keys to the worker's map, and holds `work_tokens` in flight.
+  // hit among them), adds the keys to the worker's map, and holds `work_tokens` less the
+  // expected hit in flight (the work the worker will really do: a held prefix costs it nothing,
+  // so a worker holding a hot prefix does not look busier than it is).
   static Lease Dispatch(const Choice& choice, int64_t prompt_tokens, int64_t work_tokens);
 
   const std::vector<Worker*>& workers() const { return workers_; }

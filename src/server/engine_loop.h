@@ -74,6 +74,10 @@ class EngineLoop {
   // (the task never runs) after Stop.
   Status Post(std::function<void(engine::Engine*)> task);
 
+  // The engine, for code that runs on the loop thread only: request callbacks (e.g. the prefill
+  // leg exports its pages as its last output is delivered) and posted tasks.
+  engine::Engine* engine_on_loop_thread() const { return engine_; }
+
   EngineSnapshot Snapshot() const;
   int64_t pending() const;
 

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <future>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -92,33 +91,24 @@ void PdEndpoint::Receive(const std::string& wire, const std::function<void(std::
   if (!posted.ok()) refuse(posted.message());
 }
 
-StatusOr<HandoffReport> PdEndpoint::HandOff(const std::vector<int32_t>& prompt,
-                                            const std::string& decode_address, double timeout_s) {
-  const auto t0 = std::chrono::steady_clock::now();
+StatusOr<engine::PageBundle> PdEndpoint::Export(const engine::Engine& engine,
+                                                const std::vector<int32_t>& prompt) const {
+  return engine.ExportPromptPages(prompt, fingerprint_);
+}
+
+StatusOr<HandoffReport> PdEndpoint::Send(engine::PageBundle bundle, int64_t prompt_tokens,
+                                         const std::string& decode_address, double timeout_s,
+                                         std::chrono::steady_clock::time_point started) {
   auto fail = [&](const std::string& why) -> Status {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.failures;
     return Internal("KV hand-off to decode instance " + decode_address + ": " + why);
   };
-  // Export on the loop thread, between steps.
-  auto exported = std::make_shared<std::promise<StatusOr<engine::PageBundle>>>();
-  std::future<StatusOr<engine::PageBundle>> ready = exported->get_future();
-  const Status posted = loop_->Post([this, &prompt, exported](engine::Engine* engine) {
-    if (engine == nullptr) {
-      exported->set_value(Internal("the prefill instance is shutting down"));
-      return;
-    }
-    exported->set_value(engine->ExportPromptPages(prompt, fingerprint_));
-  });
-  if (!posted.ok()) return fail(posted.message());
-  StatusOr<engine::PageBundle> bundle = ready.get();
-  if (!bundle.ok()) return fail(bundle.status().message());
-
   HandoffReport report;
-  report.prompt_tokens = static_cast<int64_t>(prompt.size());
-  report.pages = static_cast<int64_t>(bundle->blocks.size());
-  if (corrupt_fault_ && !bundle->blocks.empty()) bundle->blocks[0].bytes[0] ^= 0x5a;
-  const std::string wire = engine::EncodeBundle(*bundle);
+  report.prompt_tokens = prompt_tokens;
+  report.pages = static_cast<int64_t>(bundle.blocks.size());
+  if (corrupt_fault_ && !bundle.blocks.empty()) bundle.blocks[0].bytes[0] ^= 0x5a;
+  const std::string wire = engine::EncodeBundle(bundle);
   report.bytes = static_cast<int64_t>(wire.size());
   StatusOr<std::string> reply = client_->Call(decode_address, wire, timeout_s);
   if (!reply.ok())
@@ -133,7 +123,7 @@ StatusOr<HandoffReport> PdEndpoint::HandOff(const std::vector<int32_t>& prompt,
   report.imported = j.value("imported", int64_t{0});
   report.cached = j.value("cached", int64_t{0});
   report.dropped = j.value("dropped", int64_t{0});
-  report.seconds = Since(t0);
+  report.seconds = Since(started);
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.handoffs;
   counters_.bytes_sent += report.bytes;

@@ -5,9 +5,10 @@
 // UCX thread and imported by the engine loop between steps (EngineLoop::Post), and the reply,
 // sent once the pages are registered, says how many landed. So when the prefill instance has
 // its reply, a request for that prompt on this instance is already a prefix hit.
-// A prefill instance, once a prompt is computed (its pages cached), exports them through its
-// loop and sends them to the decode instance the router named: HandOff, which blocks and runs
-// on the endpoint's own threads (blocking_executor), never on the I/O or the loop thread.
+// A prefill instance exports a prompt's pages on the loop thread as the prompt's request delivers
+// its last output (Export), then sends them to the decode instance the router named: Send, which
+// blocks and runs on the endpoint's own threads (blocking_executor), never on the I/O or the loop
+// thread.
 //
 // Errors name the decode instance and what failed: the UCX status of a failed transfer, the page
 // that failed its checksum, a fingerprint mismatch. Nothing is retried here (the router retries,
@@ -17,18 +18,24 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "engine/page_handoff.h"
 #include "server/asio.h"
 
 namespace deepinfer::dist {
 class UcxRpcServer;
 class UcxRpcClient;
 }  // namespace deepinfer::dist
+
+namespace deepinfer::engine {
+class Engine;
+}  // namespace deepinfer::engine
 
 namespace deepinfer::server {
 
@@ -67,10 +74,16 @@ class PdEndpoint {
 
   // "host:port" where bundles for this instance go; empty without a listener.
   const std::string& address() const { return address_; }
-  // Exports the cached complete pages of `prompt` and hands them to the decode instance at
-  // `decode_address`. Blocking: call it on blocking_executor().
-  StatusOr<HandoffReport> HandOff(const std::vector<int32_t>& prompt,
-                                  const std::string& decode_address, double timeout_s);
+  // The cached complete pages of `prompt`. On the engine loop's thread only (a request callback
+  // or a posted task): the prefill leg calls it as its request's last output is delivered, so
+  // the hand-off does not wait for the end of the step in progress.
+  StatusOr<engine::PageBundle> Export(const engine::Engine& engine,
+                                      const std::vector<int32_t>& prompt) const;
+  // Hands `bundle` to the decode instance at `decode_address`. Blocking: call it on
+  // blocking_executor(). `started`: when the export began (the report's seconds count from it).
+  StatusOr<HandoffReport> Send(engine::PageBundle bundle, int64_t prompt_tokens,
+                               const std::string& decode_address, double timeout_s,
+                               std::chrono::steady_clock::time_point started);
   net::any_io_executor blocking_executor();
   PdCounters counters() const;
 

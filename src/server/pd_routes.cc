@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -63,11 +64,21 @@ struct HandoffOutcome {
   HandoffReport report;
 };
 
-// HandOff on the endpoint's blocking threads; the result comes back on the caller's executor.
-net::awaitable<HandoffOutcome> HandOffAsync(PdEndpoint* pd, const std::vector<int32_t>* prompt,
-                                            const std::string* target) {
-  auto work = [pd, prompt, target]() -> net::awaitable<HandoffOutcome> {
-    StatusOr<HandoffReport> r = pd->HandOff(*prompt, *target, /*timeout_s=*/60);
+// What the prefill leg's request leaves for the connection: its pages, exported on the loop
+// thread as its last output was delivered (written before that event is pushed, read after it is
+// taken: the channel's mutex orders them), and when the export began.
+struct LegExport {
+  std::optional<StatusOr<engine::PageBundle>> bundle;
+  std::chrono::steady_clock::time_point started;
+};
+
+// Send on the endpoint's blocking threads; the result comes back on the caller's executor.
+net::awaitable<HandoffOutcome> SendAsync(PdEndpoint* pd, engine::PageBundle* bundle,
+                                         int64_t prompt_tokens, const std::string* target,
+                                         std::chrono::steady_clock::time_point started) {
+  auto work = [=]() -> net::awaitable<HandoffOutcome> {
+    StatusOr<HandoffReport> r =
+        pd->Send(std::move(*bundle), prompt_tokens, *target, /*timeout_s=*/60, started);
     HandoffOutcome out;
     if (r.ok()) {
       out.report = *r;
@@ -145,8 +156,24 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
   request.prompt = input.prompt;
   request.params.max_tokens = 1;
   auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
-  if (Status s =
-          SubmitGeneration(ctx.loop, *ctx.tokenizer, ctx.eos_id, std::move(request), channel);
+  auto leg = std::make_shared<LegExport>();
+  request.on_output = [channel, leg, pd = ctx.pd, engine = ctx.loop->engine_on_loop_thread(),
+                       prompt = input.prompt](const engine::RequestOutput& o) {
+    GenEvent e;
+    e.tokens = o.new_tokens;
+    e.finished = o.finished;
+    e.error = o.error;
+    e.prefix_hit_tokens = o.prefix_hit_tokens;
+    if (o.finished && (*o.finished == engine::FinishReason::kLength ||
+                       *o.finished == engine::FinishReason::kStop)) {
+      leg->started = std::chrono::steady_clock::now();
+      leg->bundle = pd->Export(*engine, prompt);
+    }
+    channel->Push(std::move(e));
+  };
+  channel->cancel_flags.push_back(request.cancelled);
+  if (Status s = ctx.loop->Submit(
+          std::move(request), [channel](const Status& verdict) { channel->SetVerdict(verdict); });
       !s.ok()) {
     co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
   }
@@ -164,15 +191,24 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
       cached_here = std::max(cached_here, e.prefix_hit_tokens);
       if (!e.finished) continue;
       finished = true;
-      if (*e.finished == engine::FinishReason::kError) {
+      if (*e.finished != engine::FinishReason::kLength &&
+          *e.finished != engine::FinishReason::kStop) {
         ex.StopWatching();
-        co_return co_await ex.SendError(style, ErrorFromStatus(Internal(e.error.message())));
+        const Status why = e.error.ok() ? Internal("the prefill was cancelled") : e.error;
+        co_return co_await ex.SendError(style, ErrorFromStatus(Internal(why.message())));
       }
     }
   }
   ex.StopWatching();
+  if (!leg->bundle || !leg->bundle->ok()) {
+    const Status why = leg->bundle ? leg->bundle->status() : Internal("no pages were exported");
+    ApiError error = ErrorFromStatus(why);
+    error.http_status = 502;
+    co_return co_await ex.SendError(style, error);
+  }
   const std::string target = ex.handoff_to();
-  const HandoffOutcome outcome = co_await HandOffAsync(ctx.pd, &input.prompt, &target);
+  const HandoffOutcome outcome = co_await SendAsync(
+      ctx.pd, &**leg->bundle, static_cast<int64_t>(input.prompt.size()), &target, leg->started);
   if (!outcome.status.ok()) {
     ApiError error = ErrorFromStatus(outcome.status);
     error.http_status = 502;

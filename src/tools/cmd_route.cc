@@ -80,6 +80,13 @@ void RegisterRoute(CLI::App& app, int* exit_code) {
   cmd->add_option("--balance-rel", o.policy_options.balance_rel,
                   "cache-aware: max/min in-flight ratio above which the load counts as uneven "
                   "(default 1.5)");
+  cmd->add_option("--cache-threshold", o.policy_options.cache_threshold,
+                  "cache-aware: a worker holding at least this fraction of the prompt gets it "
+                  "unless the load is uneven (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--pd-min-prompt-tokens", o.pd_min_prompt_tokens,
+                  "PD mode: shorter prompts go straight to a decode instance (0 = none do)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--cache-blocks", o.cache_blocks,
                   "page-block keys the router lists per worker (LRU; default 65536)")
       ->check(CLI::NonNegativeNumber);

@@ -8,9 +8,9 @@
 # client's stream is whole and equals the colocated answer), a
 # corrupt page (DEEPINFER_FAULT=pd_corrupt_page) is refused by its checksum, a decode instance
 # that is gone and one with another page layout (fingerprint) fail the prefill leg with an error
-# naming the decode instance; the router then serves colocated on a decode instance, and every
-# answer is still the colocated one. Every instance checks its page pool's invariants after
-# every step (--check-integrity on) and must log no violation.
+# naming the decode instance; a killed prefill instance makes the router serve colocated on a
+# decode instance (pd_fallbacks); every answer is still the colocated one. Every instance checks
+# its page pool's invariants after every step (--check-integrity on) and must log no violation.
 #   usage: pd_serve_test.sh DEEPINFER_BIN MODEL_DIR (a model folder with tokenizer.json)
 set -euo pipefail
 BIN="$1"
@@ -74,7 +74,7 @@ for spec in off dspark; do
   hits=$(( $(metric "$dec1" deepinfer_prefix_cache_hits_total | cut -d. -f1) + \
            $(metric "$dec2" deepinfer_prefix_cache_hits_total | cut -d. -f1) ))
   echo "spec $spec: hand-offs ${handoffs:-0}, pages imported $imported, decode-side prefix hits $hits"
-  if [ "${handoffs%.*}" -lt 11 ] || [ "$imported" -lt 20 ] || [ "$hits" -lt 20 ]; then
+  if [ "${handoffs%.*}" -lt 10 ] || [ "$imported" -lt 20 ] || [ "$hits" -lt 20 ]; then
     echo "spec $spec: the decode instances did not take the prompts' pages"; fail=1
   fi
   if [ "$spec" = dspark ]; then
@@ -168,6 +168,16 @@ PY
     echo "with a decode instance killed: PD through the router = colocated"
   else
     echo "with a decode instance killed: DIFFERENT"; fail=1
+  fi
+  # The prefill instance killed: the router's prefill leg fails and the decode instance computes
+  # the prompts itself (colocated fallback); the answers do not change.
+  kill -9 "$pid_pre"; wait "$pid_pre" 2>/dev/null || true
+  python3 "$HERE/pd_client.py" "$router" >"$work/pd3.json"
+  fallbacks="$(curl -fsS "$router/metrics" | awk '$1 == "deepinfer_router_pd_fallbacks_total" {print $2}')"
+  if cmp -s "$work/colo.json" "$work/pd3.json" && [ "${fallbacks:-0}" -ge 10 ]; then
+    echo "with the prefill instance killed: colocated fallback ($fallbacks), answers = colocated"
+  else
+    echo "with the prefill instance killed: DIFFERENT or no fallback (${fallbacks:-none})"; fail=1
   fi
   for name in colo pre dec1 dec2 router bad other corrupt; do p="pid_$name"; kill -TERM "${!p}" 2>/dev/null || true; done
   sleep 1

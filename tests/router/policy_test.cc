@@ -54,8 +54,20 @@ TEST(PowerOfTwo, SameSeedSamePicks) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(a.Pick(four, 0), b.Pick(four, 0));
 }
 
-TEST(CacheAware, PicksTheLeastWork) {
+TEST(CacheAware, AHolderOfEnoughOfThePromptGetsIt) {
   CacheAware ca(PolicyOptions{});
+  // Worker 1 holds 768 of 1000 tokens (>= half): it gets the request despite its queue.
+  EXPECT_EQ(ca.Pick(std::vector<Candidate>{Load(100, 0), Load(900, 768)}, 1000), 1u);
+  // The most complete holder wins among holders.
+  EXPECT_EQ(ca.Pick(std::vector<Candidate>{Load(0, 512), Load(0, 896), Load(0, 0)}, 1000), 1u);
+  // Below the threshold (448 of 1000) the least work decides: 0 + 1000 < 900 + 552.
+  EXPECT_EQ(ca.Pick(std::vector<Candidate>{Load(0, 0), Load(900, 448)}, 1000), 0u);
+}
+
+TEST(CacheAware, PicksTheLeastWork) {
+  PolicyOptions no_affinity;
+  no_affinity.cache_threshold = 1.01;  // only the cost decides
+  CacheAware ca(no_affinity);
   // 1000-token prompt; worker 1 holds 768 of it: cost 0 + 232 vs 0 + 1000.
   EXPECT_EQ(ca.Pick(std::vector<Candidate>{Load(0, 0), Load(0, 768)}, 1000), 1u);
   // ... unless its queue outweighs recomputing the prefix elsewhere: 900 + 232 > 100 + 1000.

@@ -87,18 +87,38 @@ TEST(WorkerPool, LeaseCountsInFlightTokens) {
   EXPECT_EQ(c->worker->in_flight_tokens(), 0);
 }
 
-TEST(WorkerPool, BusyHolderLosesToAnIdleWorker) {
+TEST(WorkerPool, AHolderKeepsItsPrefixUntilTheLoadIsUneven) {
   Fixture fx(2);
   WorkerPool pool(fx.workers, PolicyKind::kCacheAware, {});
   const RequestFacts f = Prompt(64, 0);
   std::optional<Choice> c = pool.Choose(f);
   Worker* holder = c->worker;
   WorkerPool::Dispatch(*c, f.prompt_tokens, f.work_tokens).End();
-  // The holder has 10,000 tokens outstanding: recomputing 64 elsewhere is cheaper.
-  Lease busy(holder, 10000);
+  {
+    // 10,000 tokens outstanding: the holder still gets its prefix (affinity).
+    Lease busy(holder, 10000);
+    c = pool.Choose(f);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->worker, holder);
+  }
+  // 100,000: uneven beyond the balance thresholds, the idle worker gets it.
+  Lease busy(holder, 100000);
   c = pool.Choose(f);
   ASSERT_TRUE(c);
   EXPECT_NE(c->worker, holder);
+}
+
+TEST(WorkerPool, InFlightPromptTokensCountUntilTheFirstAnswerBytes) {
+  Fixture fx(1);
+  WorkerPool pool(fx.workers, PolicyKind::kCacheAware, {});
+  const RequestFacts f = Prompt(128, 0);
+  std::optional<Choice> c = pool.Choose(f);
+  Lease lease = WorkerPool::Dispatch(*c, f.prompt_tokens, f.work_tokens);
+  EXPECT_EQ(c->worker->in_flight_tokens(), f.work_tokens);
+  lease.PrefillDone();
+  EXPECT_EQ(c->worker->in_flight_tokens(), f.work_tokens - f.prompt_tokens);
+  lease.End();
+  EXPECT_EQ(c->worker->in_flight_tokens(), 0);
 }
 
 TEST(WorkerPool, SkipsUnroutableAndExcludedWorkers) {

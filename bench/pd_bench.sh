@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prefill/decode disaggregation and the router, measured (docs/performance.md, "Disaggregation
 # and the router"). Two parts:
-#   mixed  MODEL TOKENIZER: colocated (one instance, 2 and 1 threads) against PD (a prefill and a decode
-#          instance, 1 thread each, behind `deepinfer route`) on a workload that mixes long
+#   mixed  MODEL TOKENIZER: colocated (one instance, 2 and 1 threads) against PD (a prefill and
+#          a decode instance, 1 thread each, behind `deepinfer route`) on a workload that mixes long
 #          prompts with ongoing decodes; bench-serve's TTFT / TPOT p50 / p99, and the hand-off's
 #          bytes per prompt token and seconds (prefill instance's /metrics).
 #   router MODEL: hit ratio and load spread of 4 workers behind the router, cache-aware against
@@ -11,20 +11,9 @@
 set -euo pipefail
 BIN="${BIN:-build/release/deepinfer}"
 what="$1"; MODEL="$2"; TOK="${3:-$2}"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
+WAIT_URL_S=600  # a large model loads for a while
+source "$(dirname "$0")/../tests/dist/processes.sh"
 export UCX_TLS="${UCX_TLS:-tcp,self}"
-wait_url() {
-  for _ in $(seq 1 3000); do
-    url="$(grep -oE 'listening on http://[0-9.]+:[0-9]+' "$1" | head -1 | cut -d' ' -f3 || true)"
-    [ -n "$url" ] && { echo "$url"; return 0; }
-    sleep 0.2
-  done
-  cat "$1" "$1.err" >&2; return 1
-}
-start() { local name="$1"; shift; "$@" >"$work/$name.log" 2>"$work/$name.log.err" & pids+=($!); }
 stop_all() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
 metric_sum() {  # metric_sum NAME URL...: the sum of one metric over servers
   local name="$1"; shift; local s=0

@@ -11,24 +11,12 @@
 set -euo pipefail
 BIN="$1"
 MODEL="$2"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; [ -n "${KEEP_WORK:-}" ] && cp -r "$work" "$KEEP_WORK"; rm -rf "$work"; }
-trap cleanup EXIT
+source "$(dirname "$0")/processes.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none
         --mca mpi_yield_when_idle 1 -x DEEPINFER_THREADS=1)
 SERVE=(serve --model "$MODEL" --port 0 --kv-budget 256M --served-model-name m)
 
-# wait_url LOG: the URL a server printed ("listening on http://...").
-wait_url() {
-  for _ in $(seq 1 600); do
-    url="$(grep -oE 'listening on http://[0-9.]+:[0-9]+' "$1" | head -1 | cut -d' ' -f3 || true)"
-    [ -n "$url" ] && { echo "$url"; return 0; }
-    sleep 0.2
-  done
-  echo "no server came up:" >&2; cat "$1" "$1.err" >&2; return 1
-}
 
 # ask URL OUT: three requests one after the other, then eight at once; their answers without the
 # per-server fields (ids, timestamps).

@@ -3,62 +3,25 @@
 endpoint; prints their answers without the per-server fields (ids, timestamps, cached_tokens), so
 two endpoints that answer alike print the same bytes.
 
-  pd_client.py URL [--stream-only]
+  pd_client.py URL
 
 Prompts are several KV pages long (the default model's pages hold 64 positions), so a hand-off
 carries pages and the decode instance computes only the partial last page."""
 import json
+import os
 import sys
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-URL = sys.argv[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from api_client import chat, completion, connect, stream  # noqa: E402
+
+connect(sys.argv[1])
 WORDS = ("river stone lantern orbit maple signal harbor velvet copper meadow quartz ember "
          "falcon ledger prism willow canyon ribbon summit glacier").split()
 
 
 def text(seed, n_words):
     return " ".join(WORDS[(seed * 7 + i * i * 3 + i) % len(WORDS)] for i in range(n_words))
-
-
-def post(path, body):
-    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read())
-
-
-def stream(path, body):
-    """The concatenated text deltas of an SSE stream, per choice, and its finish reasons."""
-    req = urllib.request.Request(URL + path, data=json.dumps(dict(body, stream=True)).encode(),
-                                 headers={"Content-Type": "application/json"})
-    texts, finish = {}, {}
-    done = False
-    with urllib.request.urlopen(req, timeout=300) as r:
-        for raw in r:
-            line = raw.decode().rstrip("\n")
-            if not line.startswith("data: "):
-                continue
-            if line == "data: [DONE]":
-                done = True
-                continue
-            for c in json.loads(line[6:]).get("choices", []):
-                piece = c.get("text") if "text" in c else (c.get("delta") or {}).get("content")
-                texts[c["index"]] = texts.get(c["index"], "") + (piece or "")
-                if c.get("finish_reason"):
-                    finish[c["index"]] = c["finish_reason"]
-    return [texts, finish, done]
-
-
-def completion(body):
-    r = post("/v1/completions", dict(body, model="m"))
-    return [[c["index"], c["text"], c["finish_reason"],
-             (c.get("logprobs") or {}).get("token_logprobs")] for c in r["choices"]]
-
-
-def chat(body):
-    r = post("/v1/chat/completions", dict(body, model="m"))
-    return [[c["index"], c["message"].get("content"), c["finish_reason"]] for c in r["choices"]]
 
 
 REQUESTS = [

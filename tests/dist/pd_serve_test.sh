@@ -16,30 +16,11 @@ set -euo pipefail
 BIN="$1"
 MODEL="$2"
 HERE="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; [ -n "${KEEP_WORK:-}" ] && cp -r "$work" "$KEEP_WORK"; rm -rf "$work"; }
-trap cleanup EXIT
+source "$(dirname "$0")/processes.sh"
 export DEEPINFER_THREADS=1
 export UCX_TLS="${UCX_TLS:-tcp,self}" UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
 fail=0
 
-# wait_url LOG: the URL a server printed ("listening on http://...").
-wait_url() {
-  for _ in $(seq 1 600); do
-    url="$(grep -oE 'listening on http://[0-9.]+:[0-9]+' "$1" | head -1 | cut -d' ' -f3 || true)"
-    [ -n "$url" ] && { echo "$url"; return 0; }
-    sleep 0.2
-  done
-  echo "no server came up:" >&2; cat "$1" "$1.err" >&2; return 1
-}
-# start NAME ARGS...: starts a process logging to $work/NAME.log; its pid goes to pid_NAME.
-start() {
-  local name="$1"; shift
-  "$@" >"$work/$name.log" 2>"$work/$name.log.err" &
-  pids+=($!)
-  printf -v "pid_$name" '%s' "$!"
-}
 serve() { local name="$1"; shift; start "$name" "$BIN" serve --model "$MODEL" --port 0 \
   --kv-budget 256M --served-model-name m --check-integrity on "$@"; }
 metric() { curl -fsS "$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }

@@ -8,66 +8,14 @@ router in front of it print the same bytes.
 Greedy and seeded; completions, chat and Anthropic messages; whole and streamed (SSE deltas
 concatenated per choice); one after the other, then a batch at once."""
 import json
+import os
 import sys
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-URL = sys.argv[1]
-KEY = sys.argv[2] if len(sys.argv) > 2 else ""
-HEADERS = {"Content-Type": "application/json"}
-if KEY:
-    HEADERS["Authorization"] = "Bearer " + KEY
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from api_client import chat, completion, connect, messages, stream  # noqa: E402
 
-
-def post(path, body):
-    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(), headers=HEADERS)
-    with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read())
-
-
-def stream(path, body):
-    """Per choice: the concatenated text deltas and the finish reason; whether it ended."""
-    req = urllib.request.Request(URL + path, data=json.dumps(dict(body, stream=True)).encode(),
-                                 headers=HEADERS)
-    texts, finish, end = {}, {}, False
-    with urllib.request.urlopen(req, timeout=300) as r:
-        for raw in r:
-            line = raw.decode().rstrip("\n")
-            if not line.startswith("data: "):
-                continue
-            if line == "data: [DONE]":
-                end = True
-                continue
-            event = json.loads(line[6:])
-            if event.get("type") == "content_block_delta":  # Anthropic
-                texts[0] = texts.get(0, "") + event["delta"].get("text", "")
-            elif event.get("type") == "message_delta":
-                finish[0] = event["delta"].get("stop_reason")
-            elif event.get("type") == "message_stop":
-                end = True
-            for c in event.get("choices", []):
-                piece = c.get("text") if "text" in c else (c.get("delta") or {}).get("content")
-                texts[c["index"]] = texts.get(c["index"], "") + (piece or "")
-                if c.get("finish_reason"):
-                    finish[c["index"]] = c["finish_reason"]
-    return [sorted(texts.items()), sorted(finish.items()), end]
-
-
-def completion(body):
-    r = post("/v1/completions", dict(body, model="m"))
-    return [[c["index"], c["text"], c["finish_reason"],
-             (c.get("logprobs") or {}).get("token_logprobs")] for c in r["choices"]]
-
-
-def chat(body):
-    r = post("/v1/chat/completions", dict(body, model="m"))
-    return [[c["index"], c["message"].get("content"), c["finish_reason"]] for c in r["choices"]]
-
-
-def messages(body):
-    r = post("/v1/messages", dict(body, model="m"))
-    return [[b.get("type"), b.get("text")] for b in r["content"]] + [r["stop_reason"]]
-
+connect(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
 
 LONG = " ".join(("river stone lantern orbit maple signal harbor velvet copper meadow").split() * 25)
 SEQUENTIAL = [

@@ -15,30 +15,11 @@ BIN="$1"
 MODEL="$2"
 NPM="$(cd "$3" && pwd)"
 HERE="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; [ -n "${KEEP_WORK:-}" ] && cp -r "$work" "$KEEP_WORK"; rm -rf "$work"; }
-trap cleanup EXIT
+source "$(dirname "$0")/processes.sh"
 export DEEPINFER_THREADS=1
 KEY=router-secret
 fail=0
 
-# wait_url LOG: the URL a server printed ("listening on http://...").
-wait_url() {
-  for _ in $(seq 1 600); do
-    url="$(grep -oE 'listening on http://[0-9.]+:[0-9]+' "$1" | head -1 | cut -d' ' -f3 || true)"
-    [ -n "$url" ] && { echo "$url"; return 0; }
-    sleep 0.1
-  done
-  echo "no server came up:" >&2; cat "$1" "$1.err" >&2; return 1
-}
-# start NAME ARGS...: a process logging to $work/NAME.log(.err); its pid goes to pid_NAME.
-start() {
-  local name="$1"; shift
-  "$@" >"$work/$name.log" 2>"$work/$name.log.err" &
-  pids+=($!)
-  printf -v "pid_$name" '%s' "$!"
-}
 serve() { local name="$1"; shift; start "$name" "$BIN" serve --model "$MODEL" --port 0 \
   --kv-budget 256M "$@"; }
 # metric NAME WORKER_URL: a per-worker router metric (0 when absent).

@@ -23,24 +23,35 @@ metric_sum() {  # metric_sum NAME URL...: the sum of one metric over servers
 SERVE=(serve --model "$MODEL" --tokenizer "$TOK" --port 0 --served-model-name m --kv-budget 4G)
 
 if [ "$what" = mixed ]; then
-  # 8 short requests decoding 96 tokens at a time, among which 4 prompts of ~1500 tokens arrive.
-  python3 - >"$work/mixed.jsonl" <<'PY'
-import json
+  # Two clients at once: the decodes (20 short prompts decoding 96 tokens, 6 at a time) and the
+  # long prompts (4 of ~1,500 tokens, 8 tokens out, 2 at a time) arriving among them; each
+  # client's report is its own class of requests.
+  python3 - "$work" <<'PY'
+import json, sys
 words = "river stone lantern orbit maple signal harbor velvet copper meadow quartz ember".split()
 def text(seed, n): return " ".join(words[(seed * 5 + i * i + i) % len(words)] for i in range(n))
-for k in range(24):
-    if k % 6 == 5:
-        print(json.dumps({"prompt": text(k, 1500), "max_tokens": 8}))
-    else:
-        print(json.dumps({"prompt": text(k, 24), "max_tokens": 96}))
+with open(sys.argv[1] + "/decodes.jsonl", "w") as f:
+    for k in range(20):
+        print(json.dumps({"prompt": text(k, 24), "max_tokens": 96}), file=f)
+with open(sys.argv[1] + "/long.jsonl", "w") as f:
+    for k in range(4):
+        print(json.dumps({"prompt": text(100 + k, 1500), "max_tokens": 8}), file=f)
 PY
-  BENCH=(bench-serve --model m --dataset "$work/mixed.jsonl" --num-prompts 24 --max-concurrency 8
-         --no-progress)
+  mixed_run() {  # mixed_run URL LABEL: both clients at once; the decodes' and the long prompts' figures
+    "$BIN" bench-serve --model m --dataset "$work/decodes.jsonl" --num-prompts 20 \
+      --max-concurrency 6 --no-progress --no-warmup --base-url "$1" >"$work/dec.txt" &
+    local dec_client=$!
+    sleep 2
+    "$BIN" bench-serve --model m --dataset "$work/long.jsonl" --num-prompts 4 \
+      --max-concurrency 2 --no-progress --no-warmup --base-url "$1" >"$work/long.txt"
+    wait "$dec_client"
+    echo "== $2: decodes"; grep -E "duration|output throughput|TTFT|TPOT|ITL" "$work/dec.txt"
+    echo "== $2: long prompts"; grep -E "TTFT|E2E" "$work/long.txt"
+  }
   for threads in ${COLO_THREADS:-2 1}; do
     DEEPINFER_THREADS=$threads start colo "$BIN" "${SERVE[@]}"
     url="$(wait_url "$work/colo.log")"
-    echo "== colocated, 1 instance x $threads threads"
-    "$BIN" "${BENCH[@]}" --base-url "$url" | tee "$work/colo.txt"
+    mixed_run "$url" "colocated, 1 instance x $threads threads"
     stop_all
   done
   DEEPINFER_THREADS=1 start pre "$BIN" "${SERVE[@]}" --role prefill
@@ -48,8 +59,7 @@ PY
   pre="$(wait_url "$work/pre.log")"; dec="$(wait_url "$work/dec.log")"
   start router "$BIN" route --port 0 --tokenizer "$TOK" --prefill "$pre" --decode "$dec"
   url="$(wait_url "$work/router.log")"
-  echo "== PD: prefill 1 thread + decode 1 thread, behind the router"
-  "$BIN" "${BENCH[@]}" --base-url "$url" | tee "$work/pd.txt"
+  mixed_run "$url" "PD: prefill 1 thread + decode 1 thread, behind the router"
   bytes="$(metric_sum deepinfer_pd_handoff_bytes_total "$pre")"
   secs="$(metric_sum deepinfer_pd_handoff_seconds_total "$pre")"
   n="$(metric_sum deepinfer_pd_handoffs_total "$pre")"

@@ -126,7 +126,16 @@ net::awaitable<void> HealthChecker::ProbeAll() {
 
 net::awaitable<void> HealthChecker::Loop(size_t i) {
   Worker& w = *workers_[i];
-  net::steady_timer& timer = *timers_[i];
+  // The timer lives in this coroutine's frame, so it goes before the I/O context's services
+  // do (a frame still waiting when the context is destroyed is destroyed with its handlers);
+  // timers_ lists it for Stop while the frame lives.
+  net::steady_timer timer(co_await net::this_coro::executor);
+  struct Listed {
+    std::vector<net::steady_timer*>* list;
+    size_t i;
+    ~Listed() { (*list)[i] = nullptr; }
+  } listed{&timers_, i};
+  timers_[i] = &timer;
   while (!stopped_) {
     timer.expires_after(options_.interval);
     beast::error_code ec;
@@ -139,15 +148,15 @@ net::awaitable<void> HealthChecker::Loop(size_t i) {
 }
 
 void HealthChecker::Start(const net::any_io_executor& executor) {
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    timers_.push_back(std::make_unique<net::steady_timer>(executor));
-    net::co_spawn(executor, Loop(i), net::detached);
-  }
+  timers_.assign(workers_.size(), nullptr);
+  for (size_t i = 0; i < workers_.size(); ++i) net::co_spawn(executor, Loop(i), net::detached);
 }
 
 void HealthChecker::Stop() {
   stopped_ = true;
-  for (auto& t : timers_) t->cancel();
+  for (net::steady_timer* t : timers_) {
+    if (t != nullptr) t->cancel();
+  }
   calls_.CloseAll();
 }
 

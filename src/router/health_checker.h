@@ -63,8 +63,8 @@ class HealthChecker {
   std::optional<WorkerInfo> reference_;
   bool first_round_done_ = false;
   bool stopped_ = false;
-  std::vector<std::unique_ptr<net::steady_timer>> timers_;
-  UpstreamCalls calls_;  // the probes in flight (closed by Stop)
+  std::vector<net::steady_timer*> timers_;  // each Loop's own timer while it runs
+  UpstreamCalls calls_;                     // the probes in flight (closed by Stop)
   std::set<const Worker*> warned_no_info_;
   std::set<const Worker*> warned_auth_;
 };

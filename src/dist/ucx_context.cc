@@ -5,13 +5,14 @@
 #include <poll.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "core/check.h"
+#include "core/parse_port.h"
 
 namespace deepinfer::dist {
 
@@ -33,14 +34,9 @@ StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view addres
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  unsigned port = 0;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
-      port > 65535) {
-    return InvalidArgument("ucx: '" + std::string(address) + "': bad port");
-  }
-  return std::make_pair(std::string(host), static_cast<uint16_t>(port));
+  const std::optional<uint16_t> port = ParsePort(port_text);
+  if (!port) return InvalidArgument("ucx: '" + std::string(address) + "': bad port");
+  return std::make_pair(std::string(host), *port);
 }
 
 StatusOr<SockAddr> ResolveSockAddr(const std::string& host, uint16_t port) {

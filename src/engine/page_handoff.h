@@ -14,8 +14,11 @@
 // page layout, kernel level, index-key mode: two engines may share pages only when every byte
 // means the same to both), which the receiver compares with its own before anything else.
 //
-// Threads: Engine::ExportPromptPages / ImportPages belong to the engine's owner thread (between
-// steps), as Add and Step do. Encode/Decode are pure.
+// Threads: Engine::ExportPromptPages / ImportPages belong to the engine's owner thread, as Add and
+// Step do. ImportPages runs between steps. ExportPromptPages may also run inside a request's
+// output callback during a step (the prefill leg exports as its last output is delivered): it
+// only reads the prefix cache's map, which nothing else touches then, and registered pages,
+// which are complete and never written again. Encode/Decode are pure.
 //
 // Wire form (little-endian; both ends are x86-64): "DIKV", u32 version 1, u32 fingerprint length
 // and its bytes, i64 page_tokens, i64 page_bytes, u32 block count, then per block u64 key.lo,

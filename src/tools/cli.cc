@@ -11,7 +11,9 @@ int Main(int argc, char** argv) {
   RegisterCpuInfo(app, &exit_code);
   RegisterInspect(app, &exit_code);
   RegisterMakeCheckpoint(app, &exit_code);
+  RegisterUnpackModel(app, &exit_code);
   RegisterEvalGolden(app, &exit_code);
+  RegisterEvalNll(app, &exit_code);
   RegisterGenerate(app, &exit_code);
   RegisterTokenize(app, &exit_code);
   RegisterGrammarCheck(app, &exit_code);

@@ -13,6 +13,7 @@ int Main(int argc, char** argv);
 void RegisterCpuInfo(CLI::App& app, int* exit_code);
 void RegisterInspect(CLI::App& app, int* exit_code);
 void RegisterMakeCheckpoint(CLI::App& app, int* exit_code);
+void RegisterUnpackModel(CLI::App& app, int* exit_code);
 void RegisterEvalGolden(CLI::App& app, int* exit_code);
 void RegisterGenerate(CLI::App& app, int* exit_code);
 void RegisterTokenize(CLI::App& app, int* exit_code);
@@ -23,5 +24,6 @@ void RegisterServe(CLI::App& app, int* exit_code);
 void RegisterRoute(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterBenchServe(CLI::App& app, int* exit_code);
+void RegisterEvalNll(CLI::App& app, int* exit_code);
 
 }  // namespace deepinfer::tools

@@ -62,16 +62,34 @@ StatusOr<std::unique_ptr<server::PdEndpoint>> MakePdEndpoint(const ServeArgs& a,
                                     a.pd_host.empty() ? a.server.host : a.pd_host, port);
 }
 
-// A model folder made by scripts/default-model.sh carries a RANDOM_WEIGHTS note.
-void WarnIfRandom(const std::string& model_dir) {
+// Says at start-up what the model is: a folder made by scripts/default-model.sh carries a
+// RANDOM_WEIGHTS note (--random) or the trained model's MODEL_CARD.md, whose first paragraph
+// (after its title) is printed.
+void DescribeModel(const std::string& model_dir) {
   std::ifstream note(model_dir + "/RANDOM_WEIGHTS");
-  if (!note) return;
-  std::string line;
-  std::getline(note, line);
-  std::fprintf(stderr,
-               "deepinfer serve: NOTE: this model has RANDOM weights (%s); its output is "
-               "meaningless text. It exists to exercise the server end to end.\n",
-               line.c_str());
+  if (note) {
+    std::string line;
+    std::getline(note, line);
+    std::fprintf(stderr,
+                 "deepinfer serve: NOTE: this model has RANDOM weights (%s); its output is "
+                 "meaningless text. It exists to exercise the server end to end.\n",
+                 line.c_str());
+    return;
+  }
+  std::ifstream card(model_dir + "/MODEL_CARD.md");
+  if (!card) return;
+  std::string line, paragraph;
+  while (std::getline(card, line)) {
+    if (line.empty() || line[0] == '#') {
+      if (!paragraph.empty()) break;
+      continue;
+    }
+    paragraph += (paragraph.empty() ? "" : " ") + line;
+  }
+  if (!paragraph.empty()) {
+    std::fprintf(stderr, "deepinfer serve: model: %s (%s/MODEL_CARD.md)\n", paragraph.c_str(),
+                 model_dir.c_str());
+  }
 }
 
 std::string CurlExample(const std::string& url, const std::string& model, bool auth) {
@@ -135,7 +153,7 @@ Status RunServe(ServeArgs& a) {
     if (const char* env = std::getenv("DEEPINFER_API_KEY")) a.server.api_key = env;
   }
   DI_ASSIGN_OR_RETURN(a.server.max_body_bytes, ParseBytes(a.max_body));
-  WarnIfRandom(a.model_dir);
+  DescribeModel(a.model_dir);
   std::fprintf(stderr, "deepinfer serve: loading %s\n", a.model_dir.c_str());
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
   if (world.rank() != 0) return ServeRank(e);

@@ -1,11 +1,11 @@
 # Included from tests/CMakeLists.txt: the server end-to-end tests. A fixture makes the bundled
-# default model (scripts/default-model.sh: random weights, the real DeepSeek tokenizer) in the
+# random-weight model (scripts/default-model.sh --random: fixed seed, the real DeepSeek tokenizer) in the
 # build tree once; each node script starts `deepinfer serve` on a random loopback port itself
 # (tests/server/harness.mjs) and drives it with the real `openai` / `@anthropic-ai/sdk` clients
 # from .deps/npm. Without node the tests fail rather than skip: CI must run them.
 set(DEEPINFER_TEST_MODEL_DIR ${CMAKE_BINARY_DIR}/default-model)
 add_test(NAME server.default_model
-         COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/default-model.sh $<TARGET_FILE:deepinfer>
+         COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/default-model.sh --random $<TARGET_FILE:deepinfer>
                  ${DEEPINFER_TEST_MODEL_DIR})
 set_tests_properties(server.default_model PROPERTIES LABELS server FIXTURES_SETUP server_model
                      TIMEOUT 300)

@@ -1,0 +1,217 @@
+"""Tests of train/prepare_data.py and train/data_sources (/usr/bin/python3 -m unittest in train/).
+
+Fast and self-contained: built-in samples only, never train/data/. The tests that go through the
+engine (render-chat, tokenize) use $DEEPINFER_BIN (default build/release/deepinfer) and
+$DEEPINFER_TOKENIZER_DIR (default the npm tokenizer of scripts/install-deps.sh); they fail when
+those are named but missing, and skip when neither is named nor found at the default place.
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.dirname(HERE)
+sys.path.insert(0, TRAIN)
+
+import prepare_data as P  # noqa: E402
+from data_sources import Chat, Doc, fortunes, kjv, pydocs, wordnet  # noqa: E402
+
+BIN = os.environ.get("DEEPINFER_BIN", P.DEFAULT_BIN)
+TOK = os.environ.get("DEEPINFER_TOKENIZER_DIR", P.DEFAULT_TOKENIZER)
+NAMED = "DEEPINFER_BIN" in os.environ or "DEEPINFER_TOKENIZER_DIR" in os.environ
+HAVE_ENGINE = os.access(BIN, os.X_OK) and os.path.isfile(os.path.join(TOK, "tokenizer.json"))
+
+BIBLE_OUT = """
+Genesis 1
+
+  1 In the beginning God created the heaven and the earth.
+  2 And the earth was without form, and void.
+
+Psalms 23
+
+  1 The LORD is my shepherd; I shall not want.
+"""
+
+PAGE = """<html><body><div class="sphinxsidebar">side</div>
+<div class="body" role="main"><section id="module-json">
+<h1><a class="reference internal" href="#module-json" title="json: Encode and decode the JSON format.">
+<code>json</code></a> — JSON encoder<a class="headerlink" href="#module-json">¶</a></h1>
+<p>Some   prose
+about JSON.</p>
+<pre>x = 1
+y = 2</pre>
+<dl class="py function"><dt class="sig sig-object py" id="json.dumps">
+<span class="sig-prename">json.</span><span class="sig-name">dumps</span><span class="sig-paren">(</span>
+<em>obj</em><span class="sig-paren">)</span><a class="headerlink" href="#json.dumps">¶</a></dt>
+<dd><p>Serialize <em>obj</em> to a JSON formatted str. More words follow here.</p>
+<p>Second paragraph.</p></dd></dl>
+</section></div><div class="footer">foot</div></body></html>
+"""
+
+
+class SplitTest(unittest.TestCase):
+    def test_deterministic_and_sized(self):
+        keys = [f"k{i}" for i in range(20000)]
+        a = [P.split_of(k) for k in keys]
+        self.assertEqual(a, [P.split_of(k) for k in keys])
+        frac = a.count("val") / len(a)
+        self.assertGreater(frac, 0.015)
+        self.assertLess(frac, 0.025)
+        # fixed by sha256: a change here reshuffles every split
+        self.assertEqual([i for i in range(120) if a[i] == "val"], [2, 30, 53, 79, 84, 114])
+        self.assertEqual(P.split_of("kjv:Psalms 23"), "val")
+        self.assertEqual(P.split_of("kjv:John 3"), "train")
+        self.assertEqual(P.split_of("k2", 0.0), "train")
+
+
+class PackingTest(unittest.TestCase):
+    def test_chunk_text(self):
+        text = "\n\n".join(f"paragraph {i} " + "word " * (i * 7) for i in range(40))
+        pieces = P.chunk_text(text, 300)
+        self.assertTrue(all(len(p) <= 300 for p in pieces))
+        self.assertEqual("".join(text.split()), "".join("".join(pieces).split()))
+
+    def test_prose_documents_groups_by_split(self):
+        docs = [Doc(f"k{i}", f"entry {i}", group="g") for i in range(100)]
+        docs.append(Doc("long", "\n\n".join(["para " * 20] * 10)))
+        out = P.prose_documents(docs, 200, 0.02)
+        val_text = "\n".join(t for _, t in out["val"])
+        for i in (2, 30, 53, 79, 84):  # the val keys above
+            self.assertIn(f"entry {i}\n", val_text)
+        train_text = "\n".join(t for _, t in out["train"])
+        self.assertNotIn("entry 2\n", train_text)
+        self.assertIn("entry 3\n", train_text)
+        self.assertTrue(all(len(t) <= 201 for _, t in out["train"]))
+
+    def test_sequences_and_pack(self):
+        chat = P.chat_sequence([0, 5, 6], [7, 8])
+        self.assertEqual(chat, [0, 5, 6, 7, 8, 1])
+        with self.assertRaises(ValueError):
+            P.chat_sequence([5, 6], [7])
+        with self.assertRaises(ValueError):
+            P.chat_sequence([0, 5], [7, 1])
+        arr = P.pack([chat, P.prose_sequence([9, 10])])
+        self.assertEqual(arr.dtype, np.dtype("<u4"))
+        self.assertEqual(arr.tolist(), [0, 5, 6, 7, 8, 1, 0, 9, 10])
+        with tempfile.TemporaryDirectory() as d:
+            arr.tofile(os.path.join(d, "x.bin"))
+            with open(os.path.join(d, "x.bin"), "rb") as f:
+                self.assertEqual(f.read()[:8], bytes([0, 0, 0, 0, 5, 0, 0, 0]))
+
+    def test_select_chats(self):
+        def item(kind, i, n):
+            return ([0] + [2] * (n - 2) + [1], Chat(f"{kind}{i}", kind, "q", "a", rank=i % 2))
+        pool = {"define": [item("define", i, 10) for i in range(1000)],
+                "saying": [item("saying", i, 10) for i in range(5)]}
+        shares = {"define": 0.8, "saying": 0.2}
+        a = P.select_chats(pool, 2000, shares, seed=1)
+        self.assertEqual(a, P.select_chats(pool, 2000, shares, seed=1))
+        got = {k: sum(len(s) for s, c in a if c.kind == k) for k in pool}
+        # saying has 50 tokens, repeated at most MAX_REPEAT times; define takes the rest
+        self.assertEqual(got["saying"], 50 * P.MAX_REPEAT)
+        self.assertGreaterEqual(got["define"], 2000 - 50 * P.MAX_REPEAT)
+        self.assertLess(got["define"], 2000 - 50 * P.MAX_REPEAT + 10)
+        # rank 0 before rank 1
+        self.assertTrue(all(c.rank == 0 for s, c in a if c.kind == "define"))
+
+    def test_kept_ids(self):
+        train = np.array([5, 5, 5, 7, 7, 9, 0], dtype="<u4")
+        kept, cov = P.kept_ids(train, 2, [0, 1, 128804])
+        self.assertEqual(kept, [0, 1, 5, 7, 128804])
+        self.assertAlmostEqual(cov, 6 / 7)
+
+
+class SourceParsersTest(unittest.TestCase):
+    def test_kjv(self):
+        verses = kjv.parse_bible_output(BIBLE_OUT)
+        self.assertEqual(verses[2], ("Psalms", 23, 1, "The LORD is my shepherd; I shall not want."))
+        c = kjv.load(verses=verses)
+        self.assertEqual(len(c.docs), 2)
+        self.assertTrue(c.docs[1].text.startswith("Psalms 23\n\n1 The LORD"))
+        self.assertIn("Psalm 23:1", c.chats[2].user)
+        self.assertEqual(c.chats[2].key, "kjv:Psalms 23")
+
+    def test_wordnet_gloss(self):
+        d, ex = wordnet.parse_gloss('feline mammal; "domestic cats"; "wildcats"')
+        self.assertEqual((d, ex), ("feline mammal", ["domestic cats", "wildcats"]))
+        import random
+        r = wordnet.define_reply("run", "v", "move fast by using one's feet",
+                                 ["Don't run--you'll be out of breath"], random.Random(0))
+        self.assertTrue(r.startswith("To run means to move fast by using one's feet."))
+        self.assertIn("Don't run", r)
+
+    def test_fortunes_filter(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "wisdom"), "w") as f:
+                f.write("Kept saying\nover two lines.\n\t\t-- Mark Twain\n%\n"
+                        "Modern quip.\n\t\t-- Somebody Alive\n%\n"
+                        "Old wisdom.\n\t\t-- Chinese proverb\n%\nNo attribution at all.\n%\n")
+            with open(os.path.join(d, "startrek"), "w") as f:
+                f.write("Beam me up.\n\t\t-- Mark Twain\n%\n")
+            got = fortunes.read_cookies(d)
+        self.assertEqual([(t, a) for _, _, t, a in got],
+                         [("Kept saying over two lines.", "Mark Twain"),
+                          ("Old wisdom.", "Chinese proverb")])
+
+    def test_pydocs_page(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".html", delete=False) as f:
+            f.write(PAGE)
+        try:
+            p = pydocs.parse_page(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(p.module_title, "json: Encode and decode the JSON format.")
+        self.assertIn("Some prose about JSON.", p.blocks)
+        self.assertIn("x = 1\ny = 2", p.blocks)
+        self.assertNotIn("side", " ".join(p.blocks))
+        self.assertNotIn("foot", " ".join(p.blocks))
+        self.assertEqual(p.entries[0][0], "json.dumps")
+        self.assertTrue(p.entries[0][2].startswith("Serialize obj to a JSON formatted str."))
+        import random
+        r = pydocs.obj_reply("json.dumps", p.entries[0][1], p.entries[0][2], random.Random(1))
+        self.assertIn("Serialize obj to a JSON formatted str.", r)
+
+
+@unittest.skipUnless(HAVE_ENGINE or NAMED, f"no {BIN} / tokenizer (set DEEPINFER_BIN)")
+class EngineTest(unittest.TestCase):
+    """A chat rendered by the engine round-trips through the tokenizer and ends with EOS."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.e = P.Engine(BIN, TOK)
+
+    def test_chat_round_trip(self):
+        users = ["What does cat mean?", "Quote John 3:16."]
+        replies = ["Cat: feline mammal usually having thick soft fur.",
+                   "For God so loved the world, that he gave his only begotten Son."]
+        prompts = self.e.render_prompts(users)
+        full = self.e.render_full([[{"role": "user", "content": u},
+                                    {"role": "assistant", "content": r}]
+                                   for u, r in zip(users, replies)])
+        p_ids = self.e.encode(prompts)
+        r_ids = self.e.encode(replies)
+        for u, prompt, f, p, r in zip(users, prompts, full, p_ids, r_ids):
+            self.assertTrue(prompt.endswith("<｜Assistant｜></think>"), prompt)
+            seq = P.chat_sequence(p, r)
+            self.assertEqual(seq[0], P.BOS)
+            self.assertEqual(seq[-1], P.EOS)
+            self.assertEqual(seq.count(P.EOS), 1)
+            # the same text the engine renders for the finished conversation
+            self.assertEqual(self.e.decode([seq])[0], f)
+            # the prompt part is exactly what the server encodes for the user message
+            self.assertEqual(seq[:len(p)], self.e.encode([prompt])[0])
+
+    def test_template_ids(self):
+        ids = P.template_ids(self.e)
+        for t in (0, 1, 128803, 128804):
+            self.assertIn(t, ids)
+        prompt = self.e.render_prompts(["x"])[0]
+        x = set(self.e.encode(["x"])[0])
+        self.assertTrue({i for i in self.e.encode([prompt])[0] if i not in x} <= set(ids))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,255 @@
+#!/usr/bin/python3
+"""Trains the V4.1-architecture default model (issue 24). Run by hand, not by CI.
+
+  /usr/bin/python3 train/train.py --run /work/runs/v41-small [--steps N] ...
+
+Resumable: the run folder holds `last.pt` (model, optimiser, step, MoE biases, the log so far);
+starting again with the same --run continues from it (the data windows of step s are drawn from a
+generator seeded with (seed, s), so a resumed run sees what an uninterrupted one would). SIGINT or
+SIGTERM saves and exits. `log.jsonl` gets one line per logged step and per evaluation.
+
+Losses: next-token cross-entropy over the exact full vocabulary (the tied tail row stands for
+V-K ids: its logit gets log(V-K) in the softmax, and a tail target's NLL adds log(V-K) back);
+the indexers' KL to their attention (`aux`); from --dspark-from on, DSpark's KL to the detached
+backbone distribution and its confidence head's cross-entropy against greedy acceptance.
+MoE routing is balanced without a loss: after every step each gate bias moves by
+--bias-rate toward the mean load (sign update, as DeepSeek-V3's auxiliary-loss-free balancing).
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from v41 import numerics  # noqa: E402
+from v41.config import load_config  # noqa: E402
+from v41.model import V41Model  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default=os.path.join(HERE, "configs/v41-small.json"))
+    p.add_argument("--data", default=os.path.join(HERE, "data"))
+    p.add_argument("--run", required=True, help="run folder (checkpoints and log)")
+    p.add_argument("--steps", type=int, default=3000, help="total optimiser steps of the schedule")
+    p.add_argument("--stop-after", type=float, default=0, help="save and stop after this many minutes (0: never)")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--seq", type=int, default=256)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--warmup", type=int, default=150)
+    p.add_argument("--min-lr-frac", type=float, default=0.1)
+    p.add_argument("--weight-decay", type=float, default=0.05)
+    p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--bias-rate", type=float, default=1e-3)
+    p.add_argument("--indexer-weight", type=float, default=0.1)
+    p.add_argument("--qat-from", type=int, default=0, help="step from which the released roundings are applied")
+    p.add_argument("--dspark-from", type=int, default=0, help="step from which DSpark is trained")
+    p.add_argument("--dspark-positions", type=int, default=32, help="draft positions per sequence")
+    p.add_argument("--dspark-weight", type=float, default=1.0)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--eval-windows", type=int, default=32)
+    p.add_argument("--save-every", type=float, default=5.0, help="minutes between checkpoints")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    return p.parse_args()
+
+
+class Tokens:
+    """A uint32 token stream cut into windows of T+1 ids."""
+
+    def __init__(self, path):
+        self.ids = np.memmap(path, dtype="<u4", mode="r")
+
+    def windows(self, rng, n, t):
+        starts = rng.integers(0, len(self.ids) - t - 1, size=n)
+        return torch.from_numpy(np.stack([self.ids[s:s + t + 1].astype(np.int64) for s in starts]))
+
+    def fixed_windows(self, n, t):
+        """n evenly spaced windows: the same every evaluation."""
+        step = max(1, (len(self.ids) - t - 1) // n)
+        return torch.from_numpy(np.stack([self.ids[i * step:i * step + t + 1].astype(np.int64)
+                                          for i in range(n) if i * step + t + 1 <= len(self.ids)]))
+
+
+def full_vocab_log_softmax(model, logits):
+    """log p over the K+1 rows, the tail row standing for every id outside kept_ids."""
+    if model.tail_log_count is None:
+        return F.log_softmax(logits, dim=-1)
+    adj = logits.clone()
+    adj[..., -1] = adj[..., -1] + model.tail_log_count
+    return F.log_softmax(adj, dim=-1)
+
+
+def token_nll(model, logits, targets):
+    """Per-token NLL of the exact ids (a tail id is one of V-K equally likely members of its row)."""
+    rows = model.vocab_map[targets]
+    if model.tail_log_count is None:
+        return F.cross_entropy(logits.flatten(0, -2), rows.flatten(), reduction="none").view(rows.shape)
+    bias = torch.zeros(logits.shape[-1])
+    bias[-1] = model.tail_log_count
+    nll = F.cross_entropy((logits + bias).flatten(0, -2), rows.flatten(), reduction="none").view(rows.shape)
+    return nll + (rows == logits.shape[-1] - 1).float() * model.tail_log_count
+
+
+def lr_at(args, step):
+    if step < args.warmup:
+        return args.lr * (step + 1) / args.warmup
+    frac = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
+    return args.lr * (args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def dspark_losses(model, out, ids, args, gen):
+    b, t = ids.shape
+    block = model.cfg.dspark_block_size
+    n_pos = t - 1 - block
+    k = min(args.dspark_positions, n_pos)
+    positions = torch.randperm(n_pos, generator=gen)[:k].sort().values
+    draft, conf = model.dspark(out, ids, positions)  # [B, P, block, R], [B, P, block]
+    # Row j of position p predicts the token at p+2+j; the backbone's distribution for it sits at
+    # logits row p+1+j.
+    rows = positions.unsqueeze(1) + 1 + torch.arange(block).unsqueeze(0)  # [P, block]
+    with torch.no_grad():
+        target = full_vocab_log_softmax(model, out.logits.detach()[:, rows])  # [B, P, block, R]
+    draft_lp = full_vocab_log_softmax(model, draft)
+    kl = (target.exp() * (target - draft_lp)).sum(-1).mean()
+    accepted = (draft.detach().argmax(-1) == target.argmax(-1)).float()
+    conf_loss = F.binary_cross_entropy_with_logits(conf, accepted)
+    return kl, conf_loss, accepted.mean(dim=(0, 1))
+
+
+@torch.no_grad()
+def evaluate(model, sets, args):
+    model.eval()
+    result = {}
+    for name, windows in sets.items():
+        total, count = 0.0, 0
+        for i in range(0, len(windows), 8):
+            w = windows[i:i + 8]
+            out = model(w[:, :-1])
+            nll = token_nll(model, out.logits, w[:, 1:])
+            total += float(nll.sum())
+            count += nll.numel()
+        result[name] = total / max(1, count)
+    model.train()
+    return result
+
+
+def update_gate_biases(model, rate):
+    for layer, loads in model.expert_loads().items():
+        bias = model.gate_bias(layer)
+        loads = loads.float()
+        bias += rate * torch.sign(loads.mean() - loads)
+
+
+def save(run, model, opt, step, extra):
+    tmp = os.path.join(run, "last.pt.tmp")
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                "kept_ids": model.kept_ids, "config": model.cfg.path, **extra}, tmp)
+    os.replace(tmp, os.path.join(run, "last.pt"))
+
+
+def main():
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.run, exist_ok=True)
+    cfg = load_config(args.config)
+    kept = json.load(open(os.path.join(args.data, "kept_ids.json")))
+    torch.manual_seed(args.seed)
+    model = V41Model(cfg, kept_ids=kept, seed=args.seed)
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (decay if p.dim() >= 2 and "hc_" not in name else no_decay).append(p)
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    step = 0
+    ckpt_path = os.path.join(args.run, "last.pt")
+    if os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step = ck["step"]
+        print(f"resumed {ckpt_path} at step {step}", flush=True)
+    train = Tokens(os.path.join(args.data, "train.bin"))
+    evals = {"val": Tokens(os.path.join(args.data, "val.bin")).fixed_windows(args.eval_windows, args.seq)}
+    heldout = os.path.join(args.data, "heldout_prose.bin")
+    if os.path.exists(heldout):
+        evals["heldout_prose"] = Tokens(heldout).fixed_windows(args.eval_windows, args.seq)
+    log = open(os.path.join(args.run, "log.jsonl"), "a")
+
+    stop = {"now": False}
+
+    def on_signal(signum, frame):
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    started = time.time()
+    last_save = time.time()
+    tokens_per_step = args.batch * args.seq
+    window_t0, window_steps = time.time(), 0
+    while step < args.steps and not stop["now"]:
+        numerics.QUANT = step >= args.qat_from
+        rng = np.random.default_rng([args.seed, step])
+        gen = torch.Generator().manual_seed(args.seed * 1000003 + step)
+        batch = train.windows(rng, args.batch, args.seq)
+        ids, targets = batch[:, :-1], batch[:, 1:]
+        for g in opt.param_groups:
+            g["lr"] = lr_at(args, step)
+        out = model(ids)
+        lm = token_nll(model, out.logits, targets).mean()
+        loss = lm
+        aux = {k: float(v) for k, v in out.aux.items()}
+        if "indexer_kl" in out.aux:
+            loss = loss + args.indexer_weight * out.aux["indexer_kl"]
+        ds = {}
+        if step >= args.dspark_from and cfg.num_nextn_predict_layers > 0:
+            kl, conf, acc = dspark_losses(model, out, ids, args, gen)
+            loss = loss + args.dspark_weight * (kl + conf)
+            ds = {"dspark_kl": float(kl), "conf_bce": float(conf), "greedy_accept": [round(float(a), 4) for a in acc]}
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        opt.step()
+        with torch.no_grad():
+            update_gate_biases(model, args.bias_rate)
+        step += 1
+        window_steps += 1
+        if step % args.log_every == 0:
+            dt = time.time() - window_t0
+            rec = {"step": step, "lm": round(float(lm), 4), "lr": lr_at(args, step - 1), "gnorm": round(float(gnorm), 3),
+                   "tok_s": round(window_steps * tokens_per_step / dt, 1), "quant": numerics.QUANT,
+                   "elapsed_min": round((time.time() - started) / 60, 2), **aux, **ds}
+            print(json.dumps(rec), flush=True)
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
+            window_t0, window_steps = time.time(), 0
+        if step % args.eval_every == 0 or step == args.steps:
+            ev = evaluate(model, evals, args)
+            rec = {"step": step, "eval": {k: round(v, 4) for k, v in ev.items()}}
+            print(json.dumps(rec), flush=True)
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
+        if time.time() - last_save > args.save_every * 60:
+            save(args.run, model, opt, step, {})
+            last_save = time.time()
+        if args.stop_after and time.time() - started > args.stop_after * 60:
+            break
+    save(args.run, model, opt, step, {})
+    print(f"saved at step {step}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

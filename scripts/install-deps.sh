@@ -18,6 +18,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin  # Open MPI: one instance over several ranks (src/dist)
   libucx-dev ucx-utils  # UCX: request/reply between instances, KV-page hand-off (src/dist)
   python3-numpy python3-torch libopenblas0-pthread  # the trainer's tests (train/tests, CTest label train)
+  wamerican  # /usr/share/dict/words: tests/model (replies made of English words)
 )
 # Node.js from Debian unless some node/npm is already installed (e.g. NodeSource's).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

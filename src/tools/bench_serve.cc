@@ -137,7 +137,7 @@ nlohmann::json CompletionBody(const BenchPrompt& p, const ClientOptions& c) {
     body["prompt"] = p.text;
   }
   body["max_tokens"] = p.max_tokens;
-  body["temperature"] = 0;
+  body["temperature"] = c.temperature;
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
   if (c.ignore_eos) body["ignore_eos"] = true;

@@ -54,6 +54,7 @@ struct ClientOptions {
   std::string model;  // empty: not sent
   std::string api_key;
   bool ignore_eos = true;
+  double temperature = 0;  // sent with every request
 };
 
 struct ServeRunResult {

@@ -36,6 +36,7 @@ struct BenchServeArgs {
   bool no_progress = false;
   bool no_warmup = false;
   bool respect_eos = false;
+  double temperature = 0;
   double timeout_s = 600;
 };
 
@@ -119,6 +120,7 @@ Status RunBenchServe(BenchServeArgs& a) {
     if (const char* env = std::getenv("DEEPINFER_API_KEY")) client.api_key = env;
   }
   client.ignore_eos = !a.respect_eos;
+  client.temperature = a.temperature;
   {
     DI_ASSIGN_OR_RETURN(std::vector<double> range, ParseNumbers("--token-range", a.token_range));
     if (range.size() != 2) return InvalidArgument("--token-range takes MIN,MAX");
@@ -268,6 +270,9 @@ void RegisterBenchServe(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-progress", a->no_progress, "no progress bar on stderr");
   cmd->add_flag("--no-warmup", a->no_warmup, "skip the warm-up request");
   cmd->add_flag("--respect-eos", a->respect_eos, "do not send ignore_eos");
+  cmd->add_option("--temperature", a->temperature,
+                  "sampling temperature of every request (default 0)")
+      ->check(CLI::Range(0.0, 2.0));
   cmd->callback([a, exit_code] {
     const Status s = RunBenchServe(*a);
     if (!s.ok()) {

@@ -1,6 +1,6 @@
 """The compact form of a trained model, for shipping in git (issue 24 item 2).
 
-The trainer ties every rare token id to one shared row of the vocabulary tables (DEV_PLAN.md,
+The trainer ties every rare token id to one shared row of the vocabulary tables (train/README.md,
 "Tied tail vocabulary"): with K kept ids, `embed.weight`, `head.weight` and the last DSpark
 stage's `markov_head.{embed,head}.weight` hold K + 1 rows, row K standing for every other id. The
 released checkpoint repeats that shared row for all V - K tail ids; the compact form does not.

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The shipped trained default model (models/v41-small) as a user meets it: expanded by
+# scripts/default-model.sh, its NLL on English prose held outside the project (the licence texts
+# of Debian's base-files, never in the training data), and `deepinfer serve --spec dspark`
+# answering chat questions not in its training data over real HTTP: replies that end by themselves
+# within 128 tokens, made of English words, and the DSpark acceptance rate from /metrics.
+#   usage: trained_model_test.sh DEEPINFER_BINARY MODEL_DIR
+# Limits (measured values in docs/performance.md "The trained default model") are set in
+# trained_model_client.py and here.
+set -euo pipefail
+BIN="$1"
+MODEL="$2"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+source "$HERE/../dist/processes.sh"
+
+bash "$HERE/../../scripts/default-model.sh" "$BIN" "$MODEL"
+"$BIN" inspect --model "$MODEL" >/dev/null
+
+# Held-out English prose: the GPL-3 text, 8 windows of 256 tokens.
+nll_json="$("$BIN" eval-nll --model "$MODEL" --text /usr/share/common-licenses/GPL-3 --windows 8)"
+echo "held-out prose: $nll_json"
+/usr/bin/python3 - "$nll_json" "${NLL_LIMIT:-6.8}" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1]); limit = float(sys.argv[2])
+assert r["tokens_scored"] == 8 * 256, r
+assert r["nll"] <= limit, f"held-out prose NLL {r['nll']:.3f} > {limit} nats/token (random weights: 12.2)"
+print(f"ok: held-out prose NLL {r['nll']:.3f} <= {limit}")
+PY
+
+start serve "$BIN" serve --model "$MODEL" --port 0 --spec dspark --kv-budget 512M
+url="$(wait_url "$work/serve.log")"
+/usr/bin/python3 "$HERE/trained_model_client.py" "$url"

@@ -37,6 +37,8 @@ import shutil
 import numpy as np
 import torch
 
+from .config import load_config
+
 # --- safetensors ---------------------------------------------------------------------------------
 
 _NP_DTYPES = {
@@ -382,19 +384,12 @@ def read_config(path):
     return text, top
 
 
-def _last_at_or_before(ids, layer):
-    best = -1
-    for i in ids:
-        if best < i <= layer:
-            best = i
-    return best
-
-
 def manifest(config_json_path):
     """The logical weights of the checkpoint, in file order: [(name, layout, shape)], shape the
     logical [out, in] (an MXFP4 `in` counts elements). Mirrors ExpectedWeights (weight_manifest.cc)
     and BuildLayerDescriptors (layer_descriptor.cc)."""
     t, top = read_config(config_json_path)
+    roles = load_config(config_json_path).roles  # which layers own compressors and indexers
     q = top.get("quantization_config", t.get("quantization_config"))
     if q is None:
         dense, expert, table = BF16, BF16, BF16
@@ -406,9 +401,6 @@ def manifest(config_json_path):
     n_layers = t["num_hidden_layers"]
     n_mtp = t.get("num_nextn_predict_layers", 0)
     n_stages = n_mtp if (n_mtp > 0 and t.get("dspark_block_size", 0) > 0) else 0
-    ratios = t["compress_ratios"]
-    kv_src = t["kv_source_layer_ids"]
-    idx_src = t["index_source_layer_ids"]
     engram_ids = t.get("engram_layer_ids") or []
     hc = t["hc_mult"]
     mix = (2 + hc) * hc
@@ -424,12 +416,8 @@ def manifest(config_json_path):
         is_mtp = i >= n_layers
         stage = i - n_layers
         p = (f"mtp.{stage}." if is_mtp else f"layers.{i}.")
-        ratio = ratios[i]
-        owns = pools = has_indexer = False
-        if ratio > 0:
-            owns = _last_at_or_before(kv_src, i) == i
-            pools = owns and ratio > 1
-            has_indexer = i in idx_src
+        owns, pools = roles[i].owns_compressor, roles[i].compressor_pools
+        has_indexer = roles[i].has_indexer
         for k in ("hc_attn_fn", "hc_ffn_fn"):
             add(p + k, F32, [mix, hc * dim])
         for k in ("hc_attn_base", "hc_ffn_base"):

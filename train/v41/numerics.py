@@ -87,26 +87,24 @@ def kv_fp8_qdq(x):
     return act_qdq(x, 32)
 
 
-def ckv_fp4_qdq(x):
-    """Compressed KV: e2m1 in groups of 16 with an e4m3 scale e4m3(max(amax, 6*2^-9) / 6)."""
+def _fp4_groups_qdq(x, group, scale_of_amax):
+    """e2m1 QDQ in groups of `group` with scale_of_amax(amax) per group, straight-through."""
     if not QUANT:
         return x
-    xd = x.detach()
-    g = _grouped(xd, 16)
-    amax = g.abs().amax(dim=-1, keepdim=True)
-    s = e4m3(amax.clamp(min=_FP4_MAX * 2.0**-9) / _FP4_MAX)
+    g = _grouped(x.detach(), group)
+    s = scale_of_amax(g.abs().amax(dim=-1, keepdim=True))
     return ste(x, (fp4(g / s) * s).reshape(x.shape))
+
+
+def ckv_fp4_qdq(x):
+    """Compressed KV: e2m1 in groups of 16 with an e4m3 scale e4m3(max(amax, 6*2^-9) / 6)."""
+    return _fp4_groups_qdq(x, 16, lambda amax: e4m3(amax.clamp(min=_FP4_MAX * 2.0**-9) / _FP4_MAX))
 
 
 def index_fp4_qdq(x):
     """Index q and k: e2m1 in groups of 32, scale 2^ceil(log2(max(amax, 6*2^-126) * (1/6)))."""
-    if not QUANT:
-        return x
-    xd = x.detach()
-    g = _grouped(xd, 32)
-    amax = g.abs().amax(dim=-1, keepdim=True)
-    s = _pow2_ceil(amax.clamp(min=_FP4_MAX * 2.0**-126) * torch.tensor(1.0 / _FP4_MAX))
-    return ste(x, (fp4(g / s) * s).reshape(x.shape))
+    return _fp4_groups_qdq(
+        x, 32, lambda amax: _pow2_ceil(amax.clamp(min=_FP4_MAX * 2.0**-126) * torch.tensor(1.0 / _FP4_MAX)))
 
 
 def fp8_tile_scales(w):

@@ -173,6 +173,8 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    backbone_params = [p for n, p in model.named_parameters() if not n.startswith("mtp.")]
+    dspark_params = [p for n, p in model.named_parameters() if n.startswith("mtp.")]
     step = 0
     ckpt_path = os.path.join(args.run, "last.pt")
     if os.path.exists(ckpt_path):
@@ -221,7 +223,11 @@ def main():
             ds = {"dspark_kl": float(kl), "conf_bce": float(conf), "greedy_accept": [round(float(a), 4) for a in acc]}
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        # Clipped apart: the DSpark stage's large early gradients must not scale down the
+        # backbone's step (they share no parameters: DSpark reads detached taps, embed and head).
+        gnorm = torch.nn.utils.clip_grad_norm_(backbone_params, args.clip)
+        if dspark_params:
+            torch.nn.utils.clip_grad_norm_(dspark_params, args.clip)
         opt.step()
         with torch.no_grad():
             update_gate_biases(model, args.bias_rate)

@@ -7,22 +7,30 @@ real DeepSeek tokenizer, and writes:
 
   train.bin, val.bin     uint32 little-endian token ids: a stream of sequences, each starting with
                          BOS (0); a chat is the server's prompt ids followed by the reply ids and
-                         EOS (1); ~40% of the tokens are chats, ~60% prose
+                         EOS (1); chats are ~40% of the tokens of the sources that have chats
+                         (the default sources: 40% of all); modern prose sources add prose only
   heldout_prose.bin      the same format, English prose from a source not used for training
   kept_ids.json          sorted ids: the most frequent training ids + every id of the chat template
+                         (or, with --kept-ids FILE, a byte-for-byte copy of FILE)
   sources.json           per source: licence, where it is stated, token counts; totals; coverage
   val_chats.jsonl        the validation chats as {"messages": [...], "reply": ...} (for checks)
 
 Needs (Debian 12; scripts/install-train-deps.sh installs them): apt bible-kjv bible-kjv-text
-wordnet-base fortunes fortunes-min python3.11-doc python3-numpy; and build/release/deepinfer with
-the tokenizer of scripts/install-deps.sh. Installs nothing itself.
+wordnet-base fortunes fortunes-min python3.11-doc python3-numpy, and for the modern prose sources
+(--sources ...,modern) postgresql-doc-15 sqlite3-doc python-django-doc python-sqlalchemy-doc
+nodejs-doc apache2-doc rust-doc debian-handbook; and build/release/deepinfer with the tokenizer of
+scripts/install-deps.sh. Installs nothing itself.
 Usage: /usr/bin/python3 train/prepare_data.py [--out train/data] [--bin build/release/deepinfer]
+       /usr/bin/python3 train/prepare_data.py --out train/data-v2 \
+           --sources kjv,wordnet,pydocs,fortunes,modern --kept-ids train/data/kept_ids.json
 """
 import argparse
 import hashlib
 import json
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -53,6 +61,12 @@ HELDOUT_INFO = {
                "only, never for training",
     "where": "the header of each file",
 }
+# The modern prose sources (prose only, no chats): `--sources ...,modern` adds them all.
+MODERN = ["pgdocs", "sqlitedocs", "djangodocs", "sqlalchemydocs", "pywhatsnew", "nodedocs",
+          "apachedocs", "rustdocs", "debhandbook"]
+# A paragraph of a modern prose source sharing a run of this many words with a held-out text is
+# dropped (documentation sometimes quotes a licence, e.g. the Apache License).
+HELDOUT_NGRAM = 13
 
 
 # ---------------------------------------------------------------------------- engine tools
@@ -222,6 +236,36 @@ def select_chats(pool, budget, shares, seed):
     return chosen
 
 
+def word_ngrams(text, n=HELDOUT_NGRAM):
+    """The set of runs of n consecutive words (lower-case letters and digits only)."""
+    w = re.findall(r"[a-z0-9]+", text.lower())
+    return {" ".join(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+def decontaminate(docs, banned, n=HELDOUT_NGRAM):
+    """docs less every paragraph sharing an n-word run with `banned` (a set of word_ngrams);
+    returns (docs, paragraphs dropped). A doc left empty is dropped."""
+    out, dropped = [], 0
+    for d in docs:
+        paras = d.text.rstrip("\n").split("\n\n")
+        keep = [p for p in paras if not (word_ngrams(p, n) & banned)]
+        dropped += len(paras) - len(keep)
+        if keep:
+            out.append(Doc(d.key, "\n\n".join(keep) + "\n", d.group))
+    return out, dropped
+
+
+def package_version(info):
+    """Installed version of the Debian package a source names first ("apt: NAME ..."), or None."""
+    pkg = info.get("package", "")
+    if not pkg.startswith("apt: "):
+        return None
+    name = pkg[5:].split()[0].strip(",")
+    res = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True,
+                         text=True)
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
 def kept_ids(train, k, always):
     size = max([int(train.max()) if len(train) else 0] + list(always)) + 1
     counts = np.bincount(train, minlength=size)
@@ -257,11 +301,28 @@ def template_ids(engine):
 
 # ---------------------------------------------------------------------------- main
 
+def source_names(spec):
+    """The --sources list, with "modern" standing for every modern prose source (MODERN)."""
+    names = []
+    for n in spec.split(","):
+        for m in (MODERN if n == "modern" else [n]):
+            if m not in names:
+                names.append(m)
+    return names
+
+
 def load_sources(names, brown=False):
     from data_sources import fortunes, kjv, pydocs, wordnet
-    mods = {"kjv": kjv, "wordnet": wordnet, "pydocs": pydocs, "fortunes": fortunes}
+    from data_sources import (apachedocs, debhandbook, djangodocs, nodedocs, pgdocs,
+                              pywhatsnew, rustdocs, sqlalchemydocs, sqlitedocs)
+    mods = {"kjv": kjv, "wordnet": wordnet, "pydocs": pydocs, "fortunes": fortunes,
+            "pgdocs": pgdocs, "sqlitedocs": sqlitedocs, "djangodocs": djangodocs,
+            "sqlalchemydocs": sqlalchemydocs, "pywhatsnew": pywhatsnew, "nodedocs": nodedocs,
+            "apachedocs": apachedocs, "rustdocs": rustdocs, "debhandbook": debhandbook}
     out = []
     for n in names:
+        if n not in mods:
+            raise SystemExit(f"unknown source {n!r} (known: {', '.join(mods)}, modern)")
         t = time.time()
         c = mods[n].load()
         print(f"  {n}: {len(c.docs)} docs, {len(c.chats)} chats ({time.time() - t:.1f}s)",
@@ -283,8 +344,15 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(HERE, "data"))
     ap.add_argument("--bin", default=DEFAULT_BIN)
     ap.add_argument("--tokenizer", default=DEFAULT_TOKENIZER)
-    ap.add_argument("--sources", default="kjv,wordnet,pydocs,fortunes")
-    ap.add_argument("--chat-frac", type=float, default=0.40)
+    ap.add_argument("--sources", default="kjv,wordnet,pydocs,fortunes",
+                    help="comma-separated; 'modern' adds the modern prose sources: "
+                         + ",".join(MODERN))
+    ap.add_argument("--chat-frac", type=float, default=0.40,
+                    help="chat share of the tokens of the sources that have chats (the modern "
+                         "prose sources have none and come on top)")
+    ap.add_argument("--kept-ids", default=None, metavar="FILE",
+                    help="reuse this kept-id list (copied unchanged to OUT/kept_ids.json) instead "
+                         "of choosing the --kept most frequent ids; it must hold every template id")
     ap.add_argument("--val-frac", type=float, default=0.02)
     ap.add_argument("--kept", type=int, default=24000)
     ap.add_argument("--max-doc-chars", type=int, default=4000,
@@ -302,7 +370,11 @@ def main(argv=None):
     engine = Engine(args.bin, args.tokenizer)
 
     print("reading sources", file=sys.stderr)
-    sources = load_sources(args.sources.split(","))
+    sources = load_sources(source_names(args.sources))
+    heldout_docs = heldout_documents()
+    banned = set()
+    for d in heldout_docs:
+        banned |= word_ngrams(d.text)
 
     report = {"sources": [], "format": {
         "dtype": "uint32 little-endian", "bos": BOS, "eos": EOS,
@@ -312,9 +384,13 @@ def main(argv=None):
     seqs = {"train": [], "val": []}
     chat_pool = {"train": {}, "val": {}}
     counts = {}
+    chat_prose = {"train": 0, "val": 0}  # prose tokens of the sources that have chats
     for info, corpus in sources:
         name = info["name"]
         docs = corpus.docs
+        dropped = None
+        if info.get("modern"):
+            docs, dropped = decontaminate(docs, banned)
         if name == "wordnet" and args.wordnet_prose_frac < 1.0:
             docs = [d for d in docs
                     if int(hashlib.sha256(("wnprose:" + d.key).encode()).hexdigest()[:8], 16)
@@ -322,11 +398,16 @@ def main(argv=None):
         prose = prose_documents(docs, args.max_doc_chars, args.val_frac)
         counts[name] = {"prose_train": 0, "prose_val": 0, "chat_train": 0, "chat_val": 0,
                         "chats_available": len(corpus.chats)}
+        if dropped is not None:
+            counts[name]["documents"] = len(docs)
+            counts[name]["paragraphs_dropped_as_heldout_overlap"] = dropped
         for split in ("train", "val"):
             ids = engine.encode([t for _, t in prose[split]])
             for x in ids:
                 seqs[split].append(("prose", name, prose_sequence(x)))
                 counts[name]["prose_" + split] += len(x) + 1
+                if corpus.chats:
+                    chat_prose[split] += len(x) + 1
         # chats: prompt from render-chat, reply encoded on its own (as the model will generate it)
         prompts = engine.render_prompts(sorted({c.user for c in corpus.chats}))
         prompt_of = dict(zip(sorted({c.user for c in corpus.chats}), prompts))
@@ -341,11 +422,10 @@ def main(argv=None):
             chat_pool[split].setdefault(kind, []).append((chat_sequence(p, r), c))
         print(f"  {name}: tokenized ({time.time() - t0:.0f}s)", file=sys.stderr)
 
-    # the mix: chat tokens = chat_frac of all tokens, per split
+    # the mix: chat tokens = chat_frac of the tokens of the sources that have chats, per split
     val_chats = []
     for split in ("train", "val"):
-        prose_tokens = sum(len(s) for _, _, s in seqs[split])
-        budget = prose_tokens * args.chat_frac / (1.0 - args.chat_frac)
+        budget = chat_prose[split] * args.chat_frac / (1.0 - args.chat_frac)
         chosen = select_chats(chat_pool[split], budget, KIND_SHARES, args.seed)
         for s, c in chosen:
             src = c.key.split(":")[0]
@@ -364,21 +444,32 @@ def main(argv=None):
         arrays[split] = pack(s for _, _, s in seqs[split])
         arrays[split].tofile(os.path.join(args.out, f"{split}.bin"))
 
-    held = prose_documents(heldout_documents(), args.max_doc_chars, 0.0)["train"]
+    held = prose_documents(heldout_docs, args.max_doc_chars, 0.0)["train"]
     held_ids = engine.encode([t for _, t in held])
     held_arr = pack(prose_sequence(x) for x in held_ids)
     held_arr.tofile(os.path.join(args.out, "heldout_prose.bin"))
 
     tmpl = template_ids(engine)
-    kept, covered = kept_ids(arrays["train"], args.kept, tmpl)
-    with open(os.path.join(args.out, "kept_ids.json"), "w") as f:
-        json.dump(kept, f)
+    if args.kept_ids:
+        with open(args.kept_ids) as f:
+            kept = json.load(f)
+        if kept != sorted(set(kept)) or not set(tmpl) <= set(kept):
+            raise SystemExit(f"{args.kept_ids}: not a sorted id list holding every template id")
+        covered = float(np.isin(arrays["train"], kept).mean()) if len(arrays["train"]) else 0.0
+        dst = os.path.join(args.out, "kept_ids.json")
+        if os.path.abspath(args.kept_ids) != os.path.abspath(dst):
+            shutil.copyfile(args.kept_ids, dst)
+    else:
+        kept, covered = kept_ids(arrays["train"], args.kept, tmpl)
+        with open(os.path.join(args.out, "kept_ids.json"), "w") as f:
+            json.dump(kept, f)
     with open(os.path.join(args.out, "val_chats.jsonl"), "w", encoding="utf-8") as f:
         for r in val_chats:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
     for info, _ in sources:
-        report["sources"].append({**info, "tokens": counts[info["name"]]})
+        extra = {"package_version": package_version(info)} if info.get("modern") else {}
+        report["sources"].append({**info, **extra, "tokens": counts[info["name"]]})
     report["heldout"] = {**HELDOUT_INFO, "tokens": int(len(held_arr))}
     tr, va = arrays["train"], arrays["val"]
     chat_tr = sum(c["chat_train"] for c in counts.values())
@@ -393,6 +484,17 @@ def main(argv=None):
         "kept_coverage_val": round(float(np.isin(va, kept).mean()), 6) if len(va) else None,
         "kept_coverage_heldout": round(float(np.isin(held_arr, kept).mean()), 6),
     }
+    modern = [i["name"] for i, _ in sources if i.get("modern")]
+    if modern:
+        mod_tr = sum(counts[n]["prose_train"] for n in modern)
+        report["totals"]["modern_prose_train_tokens"] = mod_tr
+        report["totals"]["modern_prose_val_tokens"] = sum(counts[n]["prose_val"] for n in modern)
+        report["totals"]["modern_prose_train_frac"] = round(mod_tr / max(1, len(tr)), 4)
+        mod_ids = pack(s for _, n, s in seqs["train"] if n in modern)
+        report["totals"]["kept_coverage_train_modern_prose"] = \
+            round(float(np.isin(mod_ids, kept).mean()), 6) if len(mod_ids) else None
+    if args.kept_ids:
+        report["totals"]["kept_ids_from"] = os.path.relpath(os.path.abspath(args.kept_ids), REPO)
     with open(os.path.join(args.out, "sources.json"), "w") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     print(json.dumps(report["totals"], indent=1), file=sys.stderr)

@@ -17,7 +17,7 @@ TRAIN = os.path.dirname(HERE)
 sys.path.insert(0, TRAIN)
 
 import prepare_data as P  # noqa: E402
-from data_sources import Chat, Doc, fortunes, kjv, pydocs, wordnet  # noqa: E402
+from data_sources import Chat, Doc, fortunes, htmlprose, kjv, pgdocs, pydocs, wordnet  # noqa: E402
 
 BIN = os.environ.get("DEEPINFER_BIN", P.DEFAULT_BIN)
 TOK = os.environ.get("DEEPINFER_TOKENIZER_DIR", P.DEFAULT_TOKENIZER)
@@ -173,6 +173,104 @@ class SourceParsersTest(unittest.TestCase):
         import random
         r = pydocs.obj_reply("json.dumps", p.entries[0][1], p.entries[0][2], random.Random(1))
         self.assertIn("Serialize obj to a JSON formatted str.", r)
+
+
+# A documentation page as the modern prose sources see it: navigation, a code listing, a table, an
+# unclosed <p>, a skipped class, a sentence leading into code, a footnote mark, a pilcrow.
+DOC_PAGE = """<html><head><title>T</title><script>var x = 1;</script></head><body>
+<div class="navheader"><p>Prev Up Next: a navigation paragraph that has plenty of words in it.</p>
+</div>
+<div class="sect1"><h2 class="title">5.2. Default&nbsp;Values<a class="headerlink">\u00b6</a></h2>
+<p>A column can be assigned a default value. When a new row is created and no values are
+specified for some of the columns, those columns will be filled with their default values.[1]
+<p>In a table definition, the <code>DEFAULT</code> value is listed after the column data type:
+<pre class="programlisting">CREATE TABLE products (price numeric DEFAULT 9.99);</pre>
+<p>so that the price is never null, which later queries rely on in many different places.</p>
+<table><tr><td>The cells of a table are not running prose even when they are long sentences.</td>
+</tr></table>
+<h3>pg_dump --help</h3><p>Set the options with --jobs=4 -Fd /var/lib/x --no-owner -v -q now.</p>
+<h3>Notes</h3><div class="caution"><p>The default expression is evaluated once per row, at
+insertion time, and never again afterwards.</p></div>
+<h3>Dangling</h3>
+<p>A column can be assigned a default value. When a new row is created and no values are
+specified for some of the columns, those columns will be filled with their default values.</p>
+</div><div class="navfooter"><p>The footer also has a sentence with quite a few words in it.</p>
+</div>
+</body></html>
+"""
+
+
+class ModernProseTest(unittest.TestCase):
+    """The cleaning of the modern prose sources (data_sources/htmlprose.py and its users)."""
+
+    SKIP = {"navheader", "navfooter", "caution_x"}
+
+    def test_extract(self):
+        blocks = htmlprose.extract(DOC_PAGE, self.SKIP)
+        text = " ".join(t for _, t in blocks)
+        for gone in ("navigation", "footer", "CREATE TABLE", "cells of a table", "var x",
+                     "\u00b6", "[1]", "\u00a0"):
+            self.assertNotIn(gone, text)
+        self.assertEqual(blocks[0], ("h", "5.2. Default Values"))
+        # the unclosed <p> ends where the next one starts; inline code stays in its sentence
+        self.assertTrue(blocks[1][1].endswith(
+            "those columns will be filled with their default values."), blocks[1])
+        self.assertEqual(blocks[2][1], "In a table definition, the DEFAULT value is listed "
+                                       "after the column data type:")
+        self.assertTrue(blocks[3][1].startswith("so that the price"))
+
+    def test_is_prose(self):
+        ok = "The default expression is evaluated once per row, at insertion time, and never again."
+        self.assertTrue(htmlprose.is_prose(ok))
+        self.assertTrue(htmlprose.is_prose("\u201cQuoted\u201d sentences can start a paragraph "
+                                           "of ordinary words too."))
+        for bad in ("Too short to count.",
+                    "so that it starts mid-sentence after a code listing was cut out of it.",
+                    "The value is listed after the column data type, as in this example:",
+                    "Set the options with --jobs=4 -Fd /var/lib/x --no-owner -v -q now.",
+                    "It has no sentence end at all although it has many words in it",
+                    "SELECT A, B, C, D, E, F, G, H FROM T WHERE X = Y."):
+            self.assertFalse(htmlprose.is_prose(bad), bad)
+        self.assertTrue(htmlprose.is_heading("B.3.1. The Deepest Layer: the Hardware"))
+        self.assertFalse(htmlprose.is_heading("inspector.open([port[, host[, wait]]])"))
+
+    def test_page_text(self):
+        seen = set()
+        text = htmlprose.page_text(htmlprose.extract(DOC_PAGE, self.SKIP), seen)
+        paras = text.split("\n\n")
+        self.assertEqual(paras[0], "5.2. Default Values")
+        self.assertTrue(paras[1].startswith("A column can be assigned a default value."))
+        # the code-like heading and paragraph are gone, "Notes" heads the kept caution; the
+        # repeated paragraph is dropped and so is the heading above it
+        self.assertEqual(paras[2:], ["Notes", "The default expression is evaluated once per row, "
+                                              "at insertion time, and never again afterwards."])
+        self.assertEqual(len(seen), 2)
+        self.assertEqual(htmlprose.page_text(htmlprose.extract(DOC_PAGE, self.SKIP), seen), "")
+
+    def test_source_on_a_tree(self):
+        with tempfile.TemporaryDirectory() as d:
+            for fn in ("ddl-default.html", "release-15-1.html", "index.html"):
+                with open(os.path.join(d, fn), "w") as f:
+                    f.write(DOC_PAGE)
+            c = pgdocs.load(d)
+        self.assertEqual([x.key for x in c.docs], ["pg:ddl-default.html"])
+        self.assertEqual(c.chats, [])
+        self.assertTrue(c.docs[0].text.endswith("never again afterwards.\n"))
+        self.assertTrue(pgdocs.INFO["modern"])
+
+    def test_decontaminate_and_names(self):
+        held = "Everyone is permitted to copy and distribute verbatim copies of this license " \
+               "document, but changing it is not allowed."
+        banned = P.word_ngrams(held)
+        docs = [Doc("a", "Title\n\nThe GPL says that everyone is permitted to copy and distribute "
+                         "verbatim copies of this license document, but not more.\n\nKept.\n"),
+                Doc("b", "Everyone is permitted to copy and distribute verbatim copies of this "
+                         "license document.\n")]
+        out, dropped = P.decontaminate(docs, banned)
+        self.assertEqual([(x.key, x.text) for x in out], [("a", "Title\n\nKept.\n")])
+        self.assertEqual(dropped, 2)
+        self.assertEqual(P.source_names("kjv,wordnet"), ["kjv", "wordnet"])
+        self.assertEqual(P.source_names("kjv,modern,pgdocs"), ["kjv"] + P.MODERN)
 
 
 @unittest.skipUnless(HAVE_ENGINE or NAMED, f"no {BIN} / tokenizer (set DEEPINFER_BIN)")

@@ -31,8 +31,8 @@ for line in sys.stdin:
   /usr/bin/python3 -c 'import json, sys
 for line in sys.stdin:
     print(json.dumps({"prompt": json.loads(line)["ids"], "max_tokens": 128}))' >"$work/chat.jsonl"
-n="$(wc -l <"$work/chat.jsonl")"
-echo "$n chat prompts"
+n="${N:-$(wc -l <"$work/chat.jsonl")}"
+echo "$n chat prompts (N=… to change)"
 
 for temp in 0 1; do
   for spec in off dspark; do

@@ -33,7 +33,7 @@ SEED=20250101
 if [ "$RANDOM_MODEL" = 1 ]; then
   stamp="random $(sha256sum "$CONFIG" | cut -d' ' -f1) seed $SEED"
 else
-  stamp="trained $(cat "$TRAINED"/compact.safetensors "$TRAINED"/config.json \
+  stamp="trained $(cat "$TRAINED"/compact.safetensors "$TRAINED"/config.json "$TRAINED"/MODEL_CARD.md \
     "$TRAINED"/engram_token_map.json | sha256sum | cut -d' ' -f1)"
 fi
 if [ -f "$OUT/MADE_FROM" ] && [ "$(cat "$OUT/MADE_FROM")" = "$stamp" ]; then

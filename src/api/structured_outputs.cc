@@ -75,10 +75,25 @@ StatusOr<std::shared_ptr<const structured::CompiledGrammar>> StructuredOutputs::
     if (!js["schema"].is_object() && !js["schema"].is_boolean()) {
       return InvalidArgument("response_format.json_schema.schema must be an object");
     }
+    if (js.contains("schema_text") && js["schema_text"].is_string()) {
+      return compiler_->CompileJsonSchema(js["schema_text"].get<std::string>());
+    }
     return compiler_->CompileJsonSchema(js["schema"].dump());
   }
   return InvalidArgument("response_format.type must be text, json_object or json_schema, got \"" +
                          type + "\"");
+}
+
+nlohmann::json ResponseFormatField(const nlohmann::ordered_json& response_format) {
+  nlohmann::json out = nlohmann::json::parse(response_format.dump());
+  const auto js = response_format.find("json_schema");
+  if (js != response_format.end() && js->is_object()) {
+    const auto schema = js->find("schema");
+    if (schema != js->end() && (schema->is_object() || schema->is_boolean())) {
+      out["json_schema"]["schema_text"] = schema->dump();
+    }
+  }
+  return out;
 }
 
 Status AttachGrammar(StructuredOutputs* outputs, const nlohmann::json& constraint, bool thinking,

@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "api/sampling_params_json.h"
+#include "api/structured_outputs.h"
 #include "tokenizer/chat/chat_encoder.h"
 #include "tokenizer/chat/chat_messages.h"
 #include "tokenizer/chat/python_json.h"
@@ -136,7 +137,7 @@ StatusOr<nlohmann::json> ReadConstraint(const Json& body) {
     if (type != "text" && type != "json_object" && type != "json_schema") {
       return InvalidArgument("response_format.type must be text, json_object or json_schema");
     }
-    if (type != "text") constraint["response_format"] = nlohmann::json::parse(it->dump());
+    if (type != "text") constraint["response_format"] = api::ResponseFormatField(*it);
   }
   for (const char* key : {"regex", "grammar"}) {
     if (auto it = body.find(key); it != body.end() && !it->is_null()) {

@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "structured/grammar_matcher.h"
+
 namespace deepinfer::api {
 namespace {
 
@@ -62,6 +64,25 @@ TEST(AttachGrammar, CompilesTheConstraint) {
   EXPECT_EQ(
       AttachGrammar(outputs, {{"regex", "a"}, {"grammar", "root ::= \"a\""}}, false, &two).code(),
       StatusCode::kInvalidArgument);
+}
+
+// The constraint is a nlohmann::json (sorted keys); the schema's own property order must survive
+// (properties are generated in schema order): "z" before "a" here, as the request wrote them.
+TEST(AttachGrammar, SchemaPropertiesKeepTheRequestsOrder) {
+  StructuredOutputs* outputs = V3Outputs();
+  ASSERT_NE(outputs, nullptr) << "tokenizer unavailable (run scripts/install-deps.sh)";
+  const auto format = nlohmann::ordered_json::parse(
+      R"({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "object",
+          "properties": {"z": {"type": "integer"}, "a": {"type": "integer"}},
+          "required": ["z", "a"], "additionalProperties": false}}})");
+  const nlohmann::json field = ResponseFormatField(format);
+  engine::Request r;
+  ASSERT_TRUE(AttachGrammar(outputs, {{"response_format", field}}, false, &r).ok());
+  ASSERT_NE(r.grammar, nullptr);
+  structured::GrammarMatcher in_order(r.grammar);
+  EXPECT_TRUE(in_order.AcceptBytes(R"({"z")"));
+  structured::GrammarMatcher sorted(r.grammar);
+  EXPECT_FALSE(sorted.AcceptBytes(R"({"a")"));
 }
 
 TEST(AttachGrammar, ThinkingModeStartsAfterThinkEnd) {

@@ -219,6 +219,14 @@ test('response_format json_schema: the output is JSON that validates', async () 
   await assert.rejects(client.chat.completions.create({model: MODEL_NAME, messages: hello, max_tokens: 4,
       response_format: {type: 'json_schema', json_schema: {name: 'b', schema: {type: 'nonsense'}}}}),
       OpenAI.BadRequestError);
+  // Properties come out in the schema's order, not sorted ("z" before "a").
+  const ordered = {type: 'object', properties: {z: {type: 'integer', minimum: 0, maximum: 9},
+                                                a: {type: 'integer', minimum: 0, maximum: 9}},
+                   required: ['z', 'a'], additionalProperties: false};
+  const o = await client.chat.completions.create({model: MODEL_NAME, messages: hello, max_tokens: 32,
+      temperature: 0, response_format: {type: 'json_schema', json_schema: {name: 'c', schema: ordered}}});
+  assert.equal(o.choices[0].finish_reason, 'stop', JSON.stringify(o.choices[0]));
+  assert.deepEqual(Object.keys(JSON.parse(o.choices[0].message.content)), ['z', 'a']);
 });
 
 // The model is random; the DSML tool-call grammar forces the call and its arguments.

@@ -58,9 +58,8 @@ nlohmann::json ConstraintFields(const ordered_json& line) {
   nlohmann::json fields = nlohmann::json::object();
   for (const char* key : {"response_format", "regex", "grammar"}) {
     if (line.contains(key) && !line[key].is_null()) {
-      fields[key] = std::string(key) == "response_format"
-                        ? api::ResponseFormatField(line[key])
-                        : nlohmann::json::parse(line[key].dump());
+      fields[key] = std::string(key) == "response_format" ? api::ResponseFormatField(line[key])
+                                                          : nlohmann::json::parse(line[key].dump());
     }
   }
   return fields;

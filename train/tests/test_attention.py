@@ -191,13 +191,13 @@ class AttentionTest(unittest.TestCase):
 
     def tearDown(self):
         nx.QUANT = self.quant
-        A.EMULATE_BF16 = False
+        nx.BF16_ACT = False
 
     def _check_against_reference(self, T, emulate, **overrides):
         # Exact agreement needs QUANT off: with it on, a last-bit difference in a sum flips an
         # e4m3 rounding. With quantization (and bf16 emulation) on, the check is relative.
         nx.QUANT = emulate
-        A.EMULATE_BF16 = emulate
+        nx.BF16_ACT = emulate
         cfg = tiny()
         for k, v in overrides.items():
             setattr(cfg, k, v)

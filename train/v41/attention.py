@@ -26,7 +26,7 @@ kernels) step by step; see the fixture README "Numerics of the reference":
   u_g = wo_a_g o_g (block diagonal, bf16 weights, no act quant); out = wo_b u (FP8 GEMM).
 
 Quantization points go through v41.numerics (QUANT switch, straight-through gradients). The bf16
-roundings of the engine's activations are emulated only when EMULATE_BF16 (or numerics.BF16_ACT)
+roundings of the engine's activations are emulated only when numerics.BF16_ACT
 is set, for parity tests; training runs the rest in fp32.
 
 The indexer gets no gradient through top-k; when grad is enabled, every index source adds
@@ -53,36 +53,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import numerics as nx
+from .common import bf16_weight, emulating_bf16, rb
 from .rope import apply_rope, cos_sin, layer_freqs
 
-# Round activations to bf16 where the engine holds bf16 tensors (parity tests only).
-EMULATE_BF16 = False
-
 _NEG_INF = float("-inf")
-
-
-def _emulating():
-    return EMULATE_BF16 or bool(getattr(nx, "BF16_ACT", False))
-
-
-def rb(x):
-    """bf16 rounding of an activation (straight-through) when emulating, else identity."""
-    if not _emulating():
-        return x
-    return nx.ste(x, nx.bf16(x.detach()))
-
-
-def _bf16_weight(w):
-    """A weight stored as BF16 in the release: rounded when QUANT (straight-through)."""
-    if not nx.QUANT:
-        return w
-    return nx.ste(w, nx.bf16(w.detach()))
 
 
 def rms_norm(x, weight, eps):
     """w * (x * rsqrt(mean(x^2) + eps)) in fp32, rounded to bf16 when emulating."""
     r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
-    return rb(_bf16_weight(weight) * (x * r))
+    return rb(bf16_weight(weight) * (x * r))
 
 
 class Linear(nn.Module):
@@ -99,7 +79,7 @@ class Linear(nn.Module):
     def qweight(self):
         if self.kind in ("fp8", "fp8w"):
             return nx.w_fp8_qdq(self.weight)
-        return _bf16_weight(self.weight)
+        return bf16_weight(self.weight)
 
     def forward(self, x, xq=None):
         """xq: act_qdq(x) when the caller already has it (one quantization shared by GEMMs)."""

@@ -8,6 +8,12 @@ starting again with the same --run continues from it (the data windows of step s
 generator seeded with (seed, s), so a resumed run sees what an uninterrupted one would). SIGINT or
 SIGTERM saves and exits. `log.jsonl` gets one line per logged step and per evaluation.
 
+A run can also start from a shipped model (`--init-from models/v41-small --init-step S`, used
+when the run folder has no last.pt): its weights as stored (dequantized; the fp32 master weights
+below the released roundings and the optimiser's moments are not in a model), the schedule
+continuing at step S, and the learning rate warmed up again over --warmup steps because the
+optimiser's moments start from zero.
+
 Losses: next-token cross-entropy over the exact full vocabulary (the tied tail row stands for
 V-K ids: its logit gets log(V-K) in the softmax, and a tail target's NLL adds log(V-K) back);
 the indexers' KL to their attention (`aux`); from --dspark-from on, DSpark's KL to the detached
@@ -62,6 +68,10 @@ def parse_args():
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--init-from", help="a model folder (compact.safetensors) to start from when the "
+                   "run folder has no last.pt")
+    p.add_argument("--init-step", type=int, default=0, help="the schedule step --init-from was "
+                   "trained to (its MODEL_CARD.md says)")
     return p.parse_args()
 
 
@@ -102,11 +112,17 @@ def token_nll(model, logits, targets):
     return nll + (rows == logits.shape[-1] - 1).float() * model.tail_log_count
 
 
-def lr_at(args, step):
+def lr_at(args, step, restart=0):
+    """The schedule's rate at `step`; a run restarted at step `restart` from a shipped model (fresh
+    optimiser moments) is warmed up again over --warmup steps."""
     if step < args.warmup:
-        return args.lr * (step + 1) / args.warmup
-    frac = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
-    return args.lr * (args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * frac)))
+        rate = args.lr * (step + 1) / args.warmup
+    else:
+        frac = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
+        rate = args.lr * (args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * frac)))
+    if restart and step - restart < args.warmup:
+        rate *= (step - restart + 1) / args.warmup
+    return rate
 
 
 def dspark_losses(model, out, ids, args, gen):
@@ -152,6 +168,24 @@ def update_gate_biases(model, rate):
         bias += rate * torch.sign(loads.mean() - loads)
 
 
+def init_from_model(model, folder):
+    """Loads a shipped model's compact.safetensors into `model` (same config and kept ids)."""
+    from v41 import compact
+    state, kept = compact.load_compact(folder)
+    if kept != model.kept_ids:
+        raise SystemExit(f"{folder}: its kept ids differ from --data's kept_ids.json")
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    if missing:
+        raise SystemExit(f"{folder}: lacks {missing[:5]}")
+    with torch.no_grad():
+        for name, t in own.items():
+            v = state[name]
+            if tuple(v.shape) != tuple(t.shape):
+                raise SystemExit(f"{folder}: {name} has shape {list(v.shape)}, the model {list(t.shape)}")
+            t.copy_(v.to(t.dtype))
+
+
 def save(run, model, opt, step, extra):
     tmp = os.path.join(run, "last.pt.tmp")
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
@@ -175,14 +209,19 @@ def main():
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     backbone_params = [p for n, p in model.named_parameters() if not n.startswith("mtp.")]
     dspark_params = [p for n, p in model.named_parameters() if n.startswith("mtp.")]
-    step = 0
+    step = restart = 0
     ckpt_path = os.path.join(args.run, "last.pt")
     if os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         step = ck["step"]
+        restart = ck.get("restart", 0)
         print(f"resumed {ckpt_path} at step {step}", flush=True)
+    elif args.init_from:
+        init_from_model(model, args.init_from)
+        step = restart = args.init_step
+        print(f"started from {args.init_from} at step {step}", flush=True)
     train = Tokens(os.path.join(args.data, "train.bin"))
     evals = {"val": Tokens(os.path.join(args.data, "val.bin")).fixed_windows(args.eval_windows, args.seq)}
     heldout = os.path.join(args.data, "heldout_prose.bin")
@@ -198,6 +237,15 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
+    if args.init_from and step == restart and step > 0:
+        # The shipped model's own numbers (its MODEL_CARD.md has them): the import is checked.
+        numerics.QUANT = True
+        ev = evaluate(model, evals, args)
+        rec = {"step": step, "eval": {k: round(v, 4) for k, v in ev.items()}, "init_from": args.init_from}
+        print(json.dumps(rec), flush=True)
+        log.write(json.dumps(rec) + "\n")
+        log.flush()
+
     started = time.time()
     last_save = time.time()
     tokens_per_step = args.batch * args.seq
@@ -209,7 +257,7 @@ def main():
         batch = train.windows(rng, args.batch, args.seq)
         ids, targets = batch[:, :-1], batch[:, 1:]
         for g in opt.param_groups:
-            g["lr"] = lr_at(args, step)
+            g["lr"] = lr_at(args, step, restart)
         out = model(ids)
         lm = token_nll(model, out.logits, targets).mean()
         loss = lm
@@ -235,7 +283,7 @@ def main():
         window_steps += 1
         if step % args.log_every == 0:
             dt = time.time() - window_t0
-            rec = {"step": step, "lm": round(float(lm), 4), "lr": lr_at(args, step - 1), "gnorm": round(float(gnorm), 3),
+            rec = {"step": step, "lm": round(float(lm), 4), "lr": lr_at(args, step - 1, restart), "gnorm": round(float(gnorm), 3),
                    "tok_s": round(window_steps * tokens_per_step / dt, 1), "quant": numerics.QUANT,
                    "elapsed_min": round((time.time() - started) / 60, 2), **aux, **ds}
             print(json.dumps(rec), flush=True)
@@ -249,11 +297,11 @@ def main():
             log.write(json.dumps(rec) + "\n")
             log.flush()
         if time.time() - last_save > args.save_every * 60:
-            save(args.run, model, opt, step, {})
+            save(args.run, model, opt, step, {"restart": restart})
             last_save = time.time()
         if args.stop_after and time.time() - started > args.stop_after * 60:
             break
-    save(args.run, model, opt, step, {})
+    save(args.run, model, opt, step, {"restart": restart})
     print(f"saved at step {step}", flush=True)
 
 

@@ -48,12 +48,6 @@ class StructuredOutputs {
   std::optional<int32_t> think_end_id_;
 };
 
-// A request's response_format as the constraint carries it. The constraint is a nlohmann::json,
-// which sorts object keys, and a schema's property order is the order its properties are
-// generated in: a json_schema's schema also travels as its JSON text in the request's own key
-// order (json_schema.schema_text), which FromRequest compiles.
-nlohmann::json ResponseFormatField(const nlohmann::ordered_json& response_format);
-
 // Sets request->grammar from `constraint` (the structured-output fields; null or {} = none), and
 // in thinking mode request->grammar_start_token (the constraint starts after </think>). Errors:
 // Unimplemented when `outputs` is null (no grammar support) or, in thinking mode, the tokenizer

@@ -2,8 +2,8 @@
 
 #include <initializer_list>
 
+#include "api/response_format.h"
 #include "api/sampling_params_json.h"
-#include "api/structured_outputs.h"
 #include "tokenizer/chat/chat_encoder.h"
 #include "tokenizer/chat/chat_messages.h"
 #include "tokenizer/chat/python_json.h"

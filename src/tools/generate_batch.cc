@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/request_text.h"
+#include "api/response_format.h"
 #include "api/sampling_params_json.h"
 #include "api/structured_outputs.h"
 #include "dist/mpi_world.h"

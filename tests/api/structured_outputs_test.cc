@@ -1,5 +1,6 @@
 // api::AttachGrammar: the one place a request gets its grammar, with and without grammar support.
 #include "api/structured_outputs.h"
+#include "api/response_format.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,10 @@
 #include "structured/json_schema_converter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -297,10 +299,19 @@ class Converter {
       return InvalidArgument("schema 'not' of a schema that matches everything: nothing matches");
     std::vector<std::string> sub_keys =
         sub.is_object() ? Constraints(sub) : std::vector<std::string>{};
-    if (sub_keys.size() != 1 || sub_keys[0] != "type" || !Constraints(rest).empty()) {
+    const std::vector<std::string> rest_keys = Constraints(rest);
+    const bool rest_is_types = rest_keys.empty() || rest_keys == std::vector<std::string>{"type"};
+    if (sub_keys.size() == 1 && (sub_keys[0] == "const" || sub_keys[0] == "enum") &&
+        rest_is_types) {
+      const Json values = sub_keys[0] == "const" ? Json::array({sub["const"]}) : sub["enum"];
+      if (!values.is_array()) return InvalidArgument("'enum' must be an array");
+      return NotValues(values, rest.value("type", Json()), hint);
+    }
+    if (sub_keys.size() != 1 || sub_keys[0] != "type" || !rest_keys.empty()) {
       return InvalidArgument(
-          "JSON Schema keyword 'not' is not supported here: only not {type: ...} alone (or not of "
-          "true / false) is; output could break any other");
+          "JSON Schema keyword 'not' is not supported here: only not {type: ...}, not {const: "
+          "...} or not {enum: [...]} of scalars (beside at most a type), or not of true / false, "
+          "is; output could break any other");
     }
     std::vector<std::string> excluded;
     const Json& t = sub["type"];
@@ -326,6 +337,67 @@ class Converter {
     }
     if (body.empty()) return InvalidArgument("'not' excludes every type: nothing matches");
     return Define(hint, body);
+  }
+
+  // Values of `types` (a type keyword's value; null: every type) other than `values` (not
+  // {const} / not {enum}). Exact for what it writes, and it writes a subset of the complement:
+  // strings without escapes that differ from every excluded string; integers other than the
+  // excluded ones and numbers with a fraction that ends in a digit other than 0 (no exponent, so
+  // no spelling of an excluded number, 1.0e0 for 1, slips through). Excluded objects and arrays,
+  // and non-integer numbers, are refused (their complement is not built).
+  StatusOr<std::string> NotValues(const Json& values, const Json& types, const std::string& hint) {
+    std::vector<std::string> allowed;
+    if (types.is_string()) allowed.push_back(types.get<std::string>());
+    if (types.is_array()) {
+      for (const Json& t : types) {
+        if (t.is_string()) allowed.push_back(t.get<std::string>());
+      }
+    }
+    const auto wants = [&](const char* t) {
+      return allowed.empty() || std::find(allowed.begin(), allowed.end(), t) != allowed.end();
+    };
+    std::vector<std::string> strings;
+    std::vector<int64_t> integers;
+    bool no_true = false, no_false = false, no_null = false;
+    for (const Json& v : values) {
+      if (v.is_string()) {
+        strings.push_back(v.get<std::string>());
+      } else if (v.is_number()) {
+        const double d = v.get<double>();
+        if (!(std::fabs(d) <= 1e15) || d != static_cast<double>(static_cast<int64_t>(d))) {
+          return InvalidArgument("'not' of a number that is not an integer (" + v.dump() +
+                                 ") is not supported");
+        }
+        integers.push_back(static_cast<int64_t>(d));
+      } else if (v.is_boolean()) {
+        (v.get<bool>() ? no_true : no_false) = true;
+      } else if (v.is_null()) {
+        no_null = true;
+      } else {
+        return InvalidArgument("'not' of an object or array value is not supported");
+      }
+    }
+    std::string body;
+    const auto add = [&](const std::string& alt) { body += (body.empty() ? "" : " | ") + alt; };
+    if (wants("object")) add("json_object");
+    if (wants("array")) add("json_array");
+    if (wants("string")) add(strings.empty() ? "json_string" : KeyNotIn(strings, hint));
+    if (wants("number") || wants("integer")) {
+      if (integers.empty() && wants("number")) {
+        add("json_number");
+      } else {
+        DI_ASSIGN_OR_RETURN(std::string ints, IntegersOtherThan(integers));
+        add(ints);
+        if (wants("number")) add(R"("-"? ("0" | [1-9] [0-9]*) "." [0-9]* [1-9])");
+      }
+    }
+    if (wants("boolean")) {
+      if (!no_true) add("\"true\"");
+      if (!no_false) add("\"false\"");
+    }
+    if (wants("null") && !no_null) add("\"null\"");
+    if (body.empty()) return InvalidArgument("'not' excludes every value: nothing matches");
+    return Define(hint + "_not", body);
   }
 
   // The integers that are multiples of `k` (a positive integer up to 1000), as decimal text: a
@@ -385,7 +457,7 @@ class Converter {
     if (any({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) {
       t.push_back("object");
     }
-    if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) {
+    if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) {
       t.push_back("array");
     }
     if (any({"minLength", "maxLength", "pattern", "format"})) t.push_back("string");
@@ -694,7 +766,91 @@ class Converter {
     return "\"{\" " + rule[0][0] + " \"}\"";
   }
 
+  // A count keyword (minContains, maxContains): a non-negative integer (2.0 is 2).
+  static StatusOr<int64_t> Count(const Json& s, const char* key) {
+    const Json& v = s[key];
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 10000 ||
+        v.get<double>() != static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
+      return InvalidArgument(std::string("'") + key + "' must be an integer from 0 to 10000");
+    }
+    return static_cast<int64_t>(v.get<double>());
+  }
+
+  // An array under `contains` C (minContains m, default 1; maxContains M, default unbounded):
+  // elements follow `items` I, and from m to M of them match C. Exact: "[" (X ",")* Y
+  // (("," X)* "," Y){m-1} ("," X)* "]" with Y = I and C, X = I (any element may match C too);
+  // with M, X is I and not C instead (`not` as Not builds it) and the Y count is at most M.
+  // Together with prefixItems, or with item counts other than a minItems of at most m, it is
+  // refused.
+  StatusOr<std::string> ContainsArray(const Json& s, const std::string& hint, int depth) {
+    int64_t m = 1;
+    std::optional<int64_t> max_c;
+    if (s.contains("minContains")) {
+      DI_ASSIGN_OR_RETURN(m, Count(s, "minContains"));
+    }
+    if (s.contains("maxContains")) {
+      DI_ASSIGN_OR_RETURN(max_c, Count(s, "maxContains"));
+    }
+    const Json items = s.value("items", Json(true));
+    if (s.contains("prefixItems") || items.is_array() || s.contains("maxItems") ||
+        s.value("minItems", 0) > m) {
+      return InvalidArgument(
+          "JSON Schema keyword 'contains' is supported with items, minContains, maxContains and "
+          "a minItems of at most minContains only (not with prefixItems or maxItems)");
+    }
+    if (max_c && m > *max_c) return InvalidArgument("contains: minContains above maxContains");
+    const Json& c = s["contains"];
+    std::string x, y;
+    if (Never(items)) {
+      if (m > 0) return InvalidArgument("contains: items false leaves no element to match");
+      return std::string(R"("[" "]")");
+    }
+    DI_ASSIGN_OR_RETURN(std::string any, Visit(items, hint + "_item", depth + 1));
+    if (max_c) {
+      if (Always(c)) {
+        x.clear();  // every element matches: at most M elements, from m on
+      } else if (Never(c)) {
+        x = any;
+      } else {
+        DI_ASSIGN_OR_RETURN(x, Visit(Json{{"allOf", Json::array({items, {{"not", c}}})}},
+                                     hint + "_other", depth + 1));
+      }
+    } else {
+      x = any;
+    }
+    if (Never(c)) {
+      if (m > 0) return InvalidArgument("contains: false matches no element");
+    } else if (Always(c)) {
+      y = any;
+    } else if (m > 0 || max_c) {
+      DI_ASSIGN_OR_RETURN(
+          y, Visit(Json{{"allOf", Json::array({items, c})}}, hint + "_match", depth + 1));
+    }
+    const std::string hi = max_c ? std::to_string(*max_c - 1) : "";
+    std::string alts;
+    if (!y.empty() && (!max_c || *max_c > 0)) {
+      // At least max(m, 1) matching elements (and at most M).
+      const std::string xs = x.empty() ? "\"\"" : "(comma " + x + ")*";
+      const std::string lead = x.empty() ? "" : "(" + x + " comma)* ";
+      const int64_t lo = std::max<int64_t>(m, 1) - 1;
+      alts = lead + y + " " + xs;
+      if (!max_c || *max_c > 1) {
+        const std::string more = Define(hint + "_more", "comma " + y + " " + xs);
+        alts += " " + more + "{" + std::to_string(lo) + "," + hi + "}";
+      }
+    }
+    if (m == 0) {  // no matching element at all
+      const std::string none = x.empty() ? "\"\"" : "(" + x + " (comma " + x + ")*)?";
+      alts += (alts.empty() ? "" : " | ") + none;
+    }
+    return "\"[\" " + Define(hint + "_contains", alts) + " \"]\"";
+  }
+
   StatusOr<std::string> Array(const Json& s, const std::string& hint, int depth) {
+    if (s.contains("contains") &&
+        !(s.contains("minContains") && s["minContains"] == Json(0) && !s.contains("maxContains"))) {
+      return ContainsArray(s, hint, depth);
+    }
     std::vector<std::string> prefix;
     int64_t prefix_cut = -1;  // the index of a prefixItems entry that matches nothing
     const Json* prefix_json = s.contains("prefixItems") ? &s["prefixItems"] : nullptr;

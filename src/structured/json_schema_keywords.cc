@@ -1,6 +1,7 @@
 #include "structured/json_schema_keywords.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace deepinfer::structured {
 
@@ -35,6 +36,9 @@ const std::set<std::string>& Handled() {
                                           "maximum",
                                           "exclusiveMinimum",
                                           "exclusiveMaximum",
+                                          "contains",
+                                          "minContains",
+                                          "maxContains",
                                           "anyOf",
                                           "oneOf",
                                           "allOf",
@@ -52,9 +56,6 @@ const std::set<std::string>& Unsupported() {
                                           "if",
                                           "then",
                                           "else",
-                                          "contains",
-                                          "minContains",
-                                          "maxContains",
                                           "propertyNames",
                                           "unevaluatedItems",
                                           "unevaluatedProperties",
@@ -69,8 +70,9 @@ bool IsAnnotation(const std::string& key) {
 
 bool Trivial(const std::string& key, const Json& schema) {
   const Json& v = schema[key];
+  // minContains / maxContains without contains do nothing.
+  if (key == "minContains" || key == "maxContains") return !schema.contains("contains");
   if (key == "uniqueItems") return v == Json(false) || schema.value("maxItems", Json(2)) == 1;
-  if (key == "minContains") return v == Json(0);
   if (key == "patternProperties" || key == "dependentRequired" || key == "dependentSchemas" ||
       key == "dependencies") {
     return v.is_object() && v.empty();
@@ -79,7 +81,6 @@ bool Trivial(const std::string& key, const Json& schema) {
     return v == Json(1) && schema.value("type", Json()) == Json("integer");
   }
   if (key == "then" || key == "else") return !schema.contains("if");  // ignored without if
-  if (key == "minContains" || key == "maxContains") return !schema.contains("contains");
   return false;
 }
 
@@ -108,6 +109,13 @@ Json ElementSchema(const Json& s, size_t i) {
     return s["prefixItems"][i];
   }
   return s.value("items", Json(true));
+}
+
+// A positive integer (1e9 at most, so that a least common multiple stays exact).
+bool IntegralPositive(const Json& v) {
+  if (!v.is_number()) return false;
+  const double d = v.get<double>();
+  return d >= 1 && d <= 1e9 && d == static_cast<double>(static_cast<int64_t>(d));
 }
 
 Json BothOf(const Json& x, const Json& y) {
@@ -180,6 +188,9 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
     } else if (k == "maximum" || k == "maxLength" || k == "maxItems" || k == "exclusiveMaximum" ||
                k == "maxProperties") {
       out[k] = std::min(out[k].get<double>(), it.value().get<double>());
+    } else if (k == "multipleOf" && IntegralPositive(out[k]) && IntegralPositive(it.value())) {
+      // Multiples of both integers: multiples of their least common multiple.
+      out[k] = std::lcm(out[k].get<int64_t>(), it.value().get<int64_t>());
     } else if (k == "additionalProperties") {
       // Both apply: false wins, two schemas are both required of an extra property.
       if (out[k] == Json(false) || it.value() == Json(false)) {

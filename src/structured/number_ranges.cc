@@ -1,5 +1,6 @@
 #include "structured/number_ranges.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -204,6 +205,27 @@ StatusOr<std::string> IntegerRangeEbnf(const NumberBounds& bounds) {
   auto lo = IntLo(bounds), hi = IntHi(bounds);
   if (lo && hi && *lo > *hi) return InvalidArgument("no integer lies within the bounds");
   return Join(IntegerAlternatives(lo, hi));
+}
+
+StatusOr<std::string> IntegersOtherThan(std::vector<int64_t> excluded) {
+  std::sort(excluded.begin(), excluded.end());
+  excluded.erase(std::unique(excluded.begin(), excluded.end()), excluded.end());
+  for (int64_t v : excluded) {
+    if (std::fabs(static_cast<double>(v)) > kLimit) {
+      return InvalidArgument("integer " + std::to_string(v) + " beyond +-1e15");
+    }
+  }
+  // The gaps around and between the excluded values.
+  std::vector<std::string> alts;
+  std::optional<int64_t> from;  // nullopt: from minus infinity
+  for (int64_t v : excluded) {
+    if (!from || *from <= v - 1) {
+      for (std::string& a : IntegerAlternatives(from, v - 1)) alts.push_back(std::move(a));
+    }
+    from = v + 1;
+  }
+  for (std::string& a : IntegerAlternatives(from, std::nullopt)) alts.push_back(std::move(a));
+  return Join(alts);
 }
 
 StatusOr<std::string> NumberRangeEbnf(const NumberBounds& bounds) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -25,6 +26,9 @@ struct NumberBounds {
 // An EBNF expression for the integers within the bounds; InvalidArgument when there are none or
 // a bound is beyond +-1e15.
 StatusOr<std::string> IntegerRangeEbnf(const NumberBounds& bounds);
+// An EBNF expression for the integers other than `excluded` (each within +-1e15; duplicates
+// allowed), written as IntegerRangeEbnf writes them; InvalidArgument beyond the limit.
+StatusOr<std::string> IntegersOtherThan(std::vector<int64_t> excluded);
 // An EBNF expression for JSON numbers within the bounds (see above); InvalidArgument when there
 // are none or a bound is beyond +-1e15.
 StatusOr<std::string> NumberRangeEbnf(const NumberBounds& bounds);

@@ -314,6 +314,67 @@ TEST(JsonSchema, IntegerMultipleOfIsARemainderAutomaton) {
   EXPECT_FALSE(FullMatch(n, "1001"));
 }
 
+TEST(JsonSchema, ContainsCountsTheMatchingElements) {
+  auto one =
+      Schema(R"({"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5}})");
+  ASSERT_NE(one, nullptr);
+  for (const char* ok : {"[5]", "[1,7]", "[9,2,3]", "[1,2,6,8]"})
+    EXPECT_TRUE(FullMatch(one, ok)) << ok;
+  for (const char* bad : {"[]", "[1,2,4]", "[5,\"x\"]"}) EXPECT_FALSE(FullMatch(one, bad)) << bad;
+  auto two = Schema(R"({"contains": {"const": 1}, "minContains": 2})");
+  ASSERT_NE(two, nullptr);
+  for (const char* ok : {"[1,1]", "[1,2,1]", "[3,1,\"a\",1,1]", "\"not an array\""})
+    EXPECT_TRUE(FullMatch(two, ok)) << ok;
+  for (const char* bad : {"[1]", "[1,2]", "[]"}) EXPECT_FALSE(FullMatch(two, bad)) << bad;
+  // maxContains: the other elements are the complement of contains (not {const: 1}).
+  auto at_most = Schema(R"({"contains": {"const": 1}, "minContains": 0, "maxContains": 1})");
+  ASSERT_NE(at_most, nullptr);
+  for (const char* ok : {"[]", "[2,3]", "[1]", "[2,1,3]", "[10,-1,1.5]"})
+    EXPECT_TRUE(FullMatch(at_most, ok)) << ok;
+  for (const char* bad : {"[1,1]", "[1,2,1]"}) EXPECT_FALSE(FullMatch(at_most, bad)) << bad;
+  auto between = Schema(R"({"type": "array", "contains": true, "minContains": 2,
+      "maxContains": 3})");
+  ASSERT_NE(between, nullptr);
+  EXPECT_TRUE(FullMatch(between, "[1,2,3]"));
+  EXPECT_FALSE(FullMatch(between, "[1]"));
+  EXPECT_FALSE(FullMatch(between, "[1,2,3,4]"));
+  // Vacuous forms compile as plain arrays; impossible ones and unsupported mixes are errors.
+  EXPECT_TRUE(FullMatch(Schema(R"({"contains": {"const": 1}, "minContains": 0})"), "[2]"));
+  EXPECT_TRUE(FullMatch(Schema(R"({"maxContains": 1})"), "[1,2]"));
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"const": 1}, "minContains": 3,
+      "maxContains": 1})")
+                   .ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "array", "contains": false})").ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"const": 1}, "maxItems": 4})").ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"minimum": 1}, "maxContains": 1})").ok());
+}
+
+TEST(JsonSchema, NotOfConstAndEnumScalars) {
+  auto g = Schema(R"({"not": {"enum": [1, "a", true, null]}})");
+  ASSERT_NE(g, nullptr);
+  for (const char* ok :
+       {"0", "2", "-1", "10", "1.5", R"("b")", R"("aa")", R"("")", "false", "{}", "[1]"})
+    EXPECT_TRUE(FullMatch(g, ok)) << ok;
+  for (const char* bad : {"1", "1.0", "1e0", R"("a")", "true", "null"})
+    EXPECT_FALSE(FullMatch(g, bad)) << bad;
+  auto non_empty = Schema(R"({"type": "string", "not": {"const": ""}})");
+  ASSERT_NE(non_empty, nullptr);
+  EXPECT_TRUE(FullMatch(non_empty, R"("x")"));
+  EXPECT_FALSE(FullMatch(non_empty, R"("")"));
+  EXPECT_FALSE(FullMatch(non_empty, "1"));
+  auto not_zero = Schema(R"({"type": "integer", "not": {"const": 0}})");
+  EXPECT_TRUE(FullMatch(not_zero, "-7"));
+  EXPECT_FALSE(FullMatch(not_zero, "0"));
+  EXPECT_FALSE(FullMatch(not_zero, "0.5"));
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"not": {"const": 1.5}})").ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"not": {"const": {"a": 1}}})").ok());
+  // allOf of two integer multipleOf: their least common multiple.
+  auto lcm = Schema(R"({"allOf": [{"type": "integer", "multipleOf": 4}, {"multipleOf": 6}]})");
+  ASSERT_NE(lcm, nullptr);
+  for (const char* ok : {"0", "12", "24", "-36"}) EXPECT_TRUE(FullMatch(lcm, ok)) << ok;
+  for (const char* bad : {"4", "6", "8", "18"}) EXPECT_FALSE(FullMatch(lcm, bad)) << bad;
+}
+
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {
   GrammarCompiler compiler(ByteVocabulary());
   auto g = compiler.CompileJsonObject();

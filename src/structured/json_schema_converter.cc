@@ -12,6 +12,7 @@
 #include "structured/ebnf_parser.h"
 #include "structured/json_schema_formats.h"
 #include "structured/json_schema_keywords.h"
+#include "structured/json_schema_negation.h"
 #include "structured/number_ranges.h"
 #include "structured/one_of_check.h"
 #include "structured/regex_converter.h"
@@ -155,6 +156,7 @@ class Converter {
     std::vector<Json> flat;
     for (const Json& b : branches) {
       DI_ASSIGN_OR_RETURN(Json f, Flatten(b, depth + 1));
+      if (TypesDisjoint(siblings, f)) continue;  // left out of the grammar: matches nothing
       DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, f));
       flat.push_back(std::move(merged));
     }
@@ -171,6 +173,7 @@ class Converter {
     }
     if (!s.is_object()) return InvalidArgument("a schema must be an object or a boolean");
     if (s.contains("not")) return Not(s, hint, depth);
+    if (s.contains("if")) return IfThenElse(s, hint, depth);
     DI_RETURN_IF_ERROR(CheckKeywords(s));
     const std::vector<std::string> constraints = Constraints(s);
     // A bare $ref becomes a shared (possibly recursive) rule.
@@ -220,10 +223,17 @@ class Converter {
           DI_ASSIGN_OR_RETURN(alt, Visit(s[key][i], hint + "_" + std::to_string(i), depth + 1));
         } else {
           DI_ASSIGN_OR_RETURN(Json branch, Flatten(s[key][i], depth + 1));
+          // A branch of other types than its siblings allow matches nothing: left out.
+          if (TypesDisjoint(siblings, branch)) continue;
           DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, branch));
           DI_ASSIGN_OR_RETURN(alt, Visit(merged, hint + "_" + std::to_string(i), depth + 1));
         }
-        body += (i ? " | " : "") + alt;
+        body += (body.empty() ? "" : " | ") + alt;
+      }
+      if (body.empty()) {
+        return InvalidArgument(std::string(key) +
+                               ": no branch has a type the schema allows, so "
+                               "nothing matches");
       }
       return Define(hint, body);
     }
@@ -307,6 +317,13 @@ class Converter {
       if (!values.is_array()) return InvalidArgument("'enum' must be an array");
       return NotValues(values, rest.value("type", Json()), hint);
     }
+    if (!(sub_keys.size() == 1 && sub_keys[0] == "type" && rest_keys.empty())) {
+      // Bounds, lengths and counts (and types beside other keywords): the complement as a
+      // schema, which the rest of `s` is merged into.
+      if (std::optional<Json> negated = NegatedSchema(sub)) {
+        return Visit(Json{{"allOf", Json::array({rest, *negated})}}, hint, depth + 1);
+      }
+    }
     if (sub_keys.size() != 1 || sub_keys[0] != "type" || !rest_keys.empty()) {
       return InvalidArgument(
           "JSON Schema keyword 'not' is not supported here: only not {type: ...}, not {const: "
@@ -337,6 +354,31 @@ class Converter {
     }
     if (body.empty()) return InvalidArgument("'not' excludes every type: nothing matches");
     return Define(hint, body);
+  }
+
+  // if I then T else E (each of then / else absent: true) = anyOf [I and T, (not I) and E]: the
+  // branches exclude each other, so the grammar is exact. `not I` as NegatedSchema builds it
+  // (bounds, lengths, counts, types); any other `if` is refused. if true / if false pick a
+  // branch; `if` without then and else constrains nothing.
+  StatusOr<std::string> IfThenElse(const Json& s, const std::string& hint, int depth) {
+    Json rest = s;
+    for (const char* k : {"if", "then", "else"}) rest.erase(k);
+    const Json& cond = s["if"];
+    const Json then_s = s.value("then", Json(true)), else_s = s.value("else", Json(true));
+    const auto both = [](const Json& a, const Json& b) {
+      return Json{{"allOf", Json::array({a, b})}};
+    };
+    if (!s.contains("then") && !s.contains("else")) return Visit(rest, hint, depth + 1);
+    if (Always(cond)) return Visit(both(rest, then_s), hint, depth + 1);
+    if (Never(cond)) return Visit(both(rest, else_s), hint, depth + 1);
+    std::optional<Json> negated = NegatedSchema(cond);
+    if (!negated) {
+      return InvalidArgument(
+          "JSON Schema keyword 'if' is supported when its schema is a type, numeric bounds, "
+          "string lengths or item counts (its complement is then a schema); not this one");
+    }
+    Json choice = {{"anyOf", Json::array({both(cond, then_s), both(*negated, else_s)})}};
+    return Visit(both(rest, choice), hint, depth + 1);
   }
 
   // Values of `types` (a type keyword's value; null: every type) other than `values` (not

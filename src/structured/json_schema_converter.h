@@ -4,8 +4,9 @@
 // a constrained generation cannot wander in layout. Object properties come in the order of
 // `properties`; properties not listed are generated only when the schema allows them through
 // `additionalProperties` (true or a schema), as xgrammar does; their keys never equal a listed
-// name and use no escapes. Unsupported keywords (uniqueItems, multipleOf, patternProperties,
-// if/then/else, not, ...) are InvalidArgument naming the keyword; annotations (title,
+// name and use no escapes. Unsupported keywords and forms (uniqueItems, patternProperties, a
+// non-integer multipleOf, a `not` or `if` whose complement is not built, ...) are
+// InvalidArgument naming the keyword; annotations (title,
 // description, default, examples, $schema, $id, $comment, ...) are ignored.
 #pragma once
 

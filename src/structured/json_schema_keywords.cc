@@ -37,6 +37,9 @@ const std::set<std::string>& Handled() {
                                           "exclusiveMinimum",
                                           "exclusiveMaximum",
                                           "contains",
+                                          "if",
+                                          "then",
+                                          "else",
                                           "minContains",
                                           "maxContains",
                                           "anyOf",
@@ -47,20 +50,10 @@ const std::set<std::string>& Handled() {
 }
 
 const std::set<std::string>& Unsupported() {
-  static const std::set<std::string> k = {"patternProperties",
-                                          "dependencies",
-                                          "dependentRequired",
-                                          "dependentSchemas",
-                                          "uniqueItems",
-                                          "not",
-                                          "if",
-                                          "then",
-                                          "else",
-                                          "propertyNames",
-                                          "unevaluatedItems",
-                                          "unevaluatedProperties",
-                                          "$dynamicRef",
-                                          "$recursiveRef"};
+  static const std::set<std::string> k = {
+      "patternProperties",     "dependencies", "dependentRequired", "dependentSchemas",
+      "uniqueItems",           "not",          "propertyNames",     "unevaluatedItems",
+      "unevaluatedProperties", "$dynamicRef",  "$recursiveRef"};
   return k;
 }
 
@@ -80,7 +73,6 @@ bool Trivial(const std::string& key, const Json& schema) {
   if (key == "multipleOf") {
     return v == Json(1) && schema.value("type", Json()) == Json("integer");
   }
-  if (key == "then" || key == "else") return !schema.contains("if");  // ignored without if
   return false;
 }
 
@@ -146,6 +138,26 @@ void MergeItems(const Json& a, const Json& b, Json* out) {
 
 }  // namespace
 
+Json TypeIntersection(const Json& a, const Json& b) {
+  const Json ta = a.is_array() ? a : Json::array({a});
+  const Json tb = b.is_array() ? b : Json::array({b});
+  Json both = Json::array();
+  for (const Json& t : ta) {
+    if (std::find(tb.begin(), tb.end(), t) != tb.end()) {
+      both.push_back(t);
+    } else if ((t == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) ||
+               (t == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end())) {
+      both.push_back("integer");  // number and integer intersect in integer
+    }
+  }
+  return both;
+}
+
+bool TypesDisjoint(const Json& a, const Json& b) {
+  return a.is_object() && b.is_object() && a.contains("type") && b.contains("type") &&
+         TypeIntersection(a["type"], b["type"]).empty();
+}
+
 StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
   Json out = a;
   const bool merge_items = (ModernItems(a) || ModernItems(b)) &&
@@ -169,17 +181,7 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
         if (std::find(out[k].begin(), out[k].end(), r) == out[k].end()) out[k].push_back(r);
       }
     } else if (k == "type") {
-      Json ta = out[k].is_array() ? out[k] : Json::array({out[k]});
-      Json tb = it.value().is_array() ? it.value() : Json::array({it.value()});
-      Json both = Json::array();
-      for (const Json& t : ta) {
-        if (std::find(tb.begin(), tb.end(), t) != tb.end()) {
-          both.push_back(t);
-        } else if ((t == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) ||
-                   (t == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end())) {
-          both.push_back("integer");  // number and integer intersect in integer
-        }
-      }
+      Json both = TypeIntersection(out[k], it.value());
       if (both.empty()) return InvalidArgument("allOf: the types do not intersect");
       out[k] = both;
     } else if (k == "minimum" || k == "minLength" || k == "minItems" || k == "exclusiveMinimum" ||

@@ -24,11 +24,16 @@ const std::set<std::string>& Unsupported();
 // (the specification treats unknown keywords as annotations: `self`, `example`, `readonly`, ...).
 bool IsAnnotation(const std::string& key);
 // Whether an Unsupported keyword's value constrains nothing in `schema` (uniqueItems false,
-// minContains 0, an empty patternProperties / dependentRequired / dependentSchemas /
-// dependencies, multipleOf 1 on integers, then/else without if, ...).
+// an empty patternProperties / dependentRequired / dependentSchemas / dependencies, multipleOf 1
+// on integers, minContains / maxContains without contains, ...).
 bool Trivial(const std::string& key, const Json& schema);
 // "null", "boolean", "integer", "number", "string", "array" or "object".
 std::string JsonTypeOf(const Json& v);
+// The types two `type` values (a name or an array of names) share (integer where one says
+// number and the other integer); empty when none.
+Json TypeIntersection(const Json& a, const Json& b);
+// Whether schemas `a` and `b` both state a type and no type is in both (their allOf is empty).
+bool TypesDisjoint(const Json& a, const Json& b);
 // allOf-style merge of two schemas (both without allOf/anyOf/oneOf/$ref): properties and
 // required united, types intersected, bounds tightened; conflicting values are InvalidArgument.
 StatusOr<Json> MergeSchemas(const Json& a, const Json& b);

@@ -496,7 +496,8 @@ class Converter {
       }
       return false;
     };
-    if (any({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) {
+    if (any({"properties", "required", "additionalProperties", "minProperties", "maxProperties",
+             "dependentRequired", "dependencies"})) {
       t.push_back("object");
     }
     if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) {
@@ -674,6 +675,7 @@ class Converter {
 
   StatusOr<std::string> Object(const Json& s, const std::string& hint, int depth) {
     std::vector<std::pair<std::string, std::string>> props;  // key literal, value expr
+    std::vector<std::string> prop_names;                     // their names
     std::vector<std::string> names;
     std::vector<bool> required;
     std::set<std::string> req;
@@ -695,6 +697,7 @@ class Converter {
         }
         DI_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), hint + "_" + it.key(), depth + 1));
         props.emplace_back(Literal(Json(it.key())), v);
+        prop_names.push_back(it.key());
         required.push_back(req.count(it.key()) > 0);
       }
     }
@@ -720,18 +723,22 @@ class Converter {
       DI_ASSIGN_OR_RETURN(std::string v, Visit(extra_schema, value_hint, depth + 1));
       names.push_back(r);
       props.emplace_back(Literal(Json(r)), v);
+      prop_names.push_back(r);
       required.push_back(true);
     }
+    DI_ASSIGN_OR_RETURN(const auto deps, Dependencies(s));
     std::string extra;  // one additional "key": value pair, or empty
     if (s.contains("additionalProperties") && extra_schema != Json(false)) {
       DI_ASSIGN_OR_RETURN(std::string v, Visit(extra_schema, hint + "_extra", depth + 1));
-      extra = Define(hint + "_extra_pair", KeyNotIn(names, hint) + " colon " + v);
+      std::vector<std::string> taken = names;  // a dependency's trigger is never an extra key
+      for (const auto& [trigger, needed] : deps) taken.push_back(trigger);
+      extra = Define(hint + "_extra_pair", KeyNotIn(taken, hint) + " colon " + v);
     }
     // after[i]: properties i.. when something was already written (each starts with a comma);
     // first[i]: the same when nothing was written yet.
     const size_t n = props.size();
-    if (s.contains("minProperties") || s.contains("maxProperties")) {
-      return CountedObject(s, props, required, extra, hint);
+    if (s.contains("minProperties") || s.contains("maxProperties") || !deps.empty()) {
+      return CountedObject(s, props, prop_names, required, extra, deps, hint);
     }
     std::vector<std::string> after(n + 1), first(n + 1);
     after[n] = extra.empty() ? "\"\"" : "(comma " + extra + ")*";
@@ -747,12 +754,40 @@ class Converter {
     return "\"{\" " + first[0] + " \"}\"";
   }
 
-  // An object with minProperties / maxProperties: the properties in order, counting how many
-  // were written (c; without a maximum, counts from max(min, 1) on are one state). Only when no
-  // additional property is generated (their number would be unbounded).
+  // The names each dependentRequired (or draft 4-7 array-valued `dependencies`) trigger needs.
+  static StatusOr<std::map<std::string, std::vector<std::string>>> Dependencies(const Json& s) {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const char* key : {"dependentRequired", "dependencies"}) {
+      if (!s.contains(key)) continue;
+      if (!s[key].is_object())
+        return InvalidArgument(std::string("'") + key + "' must be an object");
+      for (auto it = s[key].begin(); it != s[key].end(); ++it) {
+        if (!it.value().is_array()) {
+          return InvalidArgument(std::string("JSON Schema keyword '") + key +
+                                 "' is supported with arrays of names only (schema-valued "
+                                 "dependencies are dependentSchemas, which is not)");
+        }
+        for (const Json& name : it.value()) {
+          if (!name.is_string())
+            return InvalidArgument(std::string("'") + key + "' names must be strings");
+          if (name.get<std::string>() != it.key()) out[it.key()].push_back(name.get<std::string>());
+        }
+      }
+    }
+    return out;
+  }
+
+  // An object with minProperties / maxProperties and/or dependentRequired: the properties in
+  // order, the state after each being (c, w): how many were written (c; without a maximum, counts
+  // from max(min, 1) on are one state) and which of the properties a dependency names were
+  // (w, a bit each). A state is kept only when the rest can complete a valid object: the count
+  // within bounds and every written trigger's names written. Additional properties (after the
+  // listed ones) only without counts; their keys are never a listed name nor a trigger.
   StatusOr<std::string> CountedObject(const Json& s,
                                       const std::vector<std::pair<std::string, std::string>>& props,
+                                      const std::vector<std::string>& prop_names,
                                       const std::vector<bool>& required, const std::string& extra,
+                                      const std::map<std::string, std::vector<std::string>>& deps,
                                       const std::string& hint) {
     const auto bound = [&](const char* k, int64_t fallback) -> StatusOr<int64_t> {
       if (!s.contains(k)) return fallback;
@@ -770,42 +805,99 @@ class Converter {
           "additionalProperties or patternProperties: the count of extra properties is unbounded");
     }
     const auto n = static_cast<int64_t>(props.size());
+    // The dependency bits: every listed property a dependency names (trigger or needed name).
+    std::map<std::string, int> bit;
+    const auto index_of = [&](const std::string& name) -> int64_t {
+      const auto it = std::find(prop_names.begin(), prop_names.end(), name);
+      return it == prop_names.end() ? -1 : it - prop_names.begin();
+    };
+    std::vector<std::pair<uint32_t, uint32_t>> rules;  // (trigger bit, needed bits)
+    for (const auto& [trigger, needed] : deps) {
+      if (index_of(trigger) < 0) continue;  // never written (not listed, not an extra key)
+      uint32_t need = 0;
+      for (const std::string& name : needed) {
+        if (index_of(name) < 0) {
+          return InvalidArgument("dependentRequired: '" + trigger + "' needs '" + name +
+                                 "', which `properties` does not list (not supported)");
+        }
+        if (!bit.count(name)) bit.emplace(name, static_cast<int>(bit.size()));
+        need |= 1u << bit[name];
+      }
+      if (!bit.count(trigger)) bit.emplace(trigger, static_cast<int>(bit.size()));
+      if (bit.size() > 10) {
+        return InvalidArgument("dependentRequired: more than 10 properties involved");
+      }
+      rules.emplace_back(1u << bit[trigger], need);
+    }
+    std::vector<int> bit_of(static_cast<size_t>(n), -1);
+    for (const auto& [name, b] : bit) bit_of[static_cast<size_t>(index_of(name))] = b;
+    const uint32_t masks = 1u << bit.size();
     const int64_t cap = hi >= 0 ? std::min(hi, n) : std::max<int64_t>(std::min(lo, n + 1), 1);
-    if (n * (cap + 1) > 100000) return InvalidArgument("minProperties/maxProperties too large");
+    const int64_t states = (cap + 1) * static_cast<int64_t>(masks);
+    if ((n + 1) * states > 100000) {
+      return InvalidArgument("minProperties/maxProperties/dependentRequired: too many states");
+    }
     const auto next = [&](int64_t c) { return std::min(c + 1, cap); };
-    const auto fits = [&](int64_t c) { return c >= lo && (hi < 0 || c <= hi); };
-    // ok[i][c]: properties i.. can complete an object with c written so far.
+    const auto valid_end = [&](int64_t c, uint32_t w) {
+      if (c < lo || (hi >= 0 && c > hi)) return false;
+      for (const auto& [trigger, need] : rules) {
+        if ((w & trigger) && (w & need) != need) return false;
+      }
+      return true;
+    };
+    const auto id = [&](int64_t c, uint32_t w) { return static_cast<size_t>(c * masks + w); };
+    const auto with = [&](int64_t i, uint32_t w) {
+      return bit_of[static_cast<size_t>(i)] < 0 ? w : w | (1u << bit_of[static_cast<size_t>(i)]);
+    };
+    // ok[i][state]: properties i.. can complete a valid object from that state.
     std::vector<std::vector<char>> ok(static_cast<size_t>(n + 1),
-                                      std::vector<char>(static_cast<size_t>(cap + 1), 0));
-    for (int64_t c = 0; c <= cap; ++c) ok[n][c] = fits(c);
+                                      std::vector<char>(static_cast<size_t>(states), 0));
+    for (int64_t c = 0; c <= cap; ++c) {
+      for (uint32_t w = 0; w < masks; ++w) ok[n][id(c, w)] = valid_end(c, w);
+    }
+    const auto can_write = [&](int64_t i, int64_t c, uint32_t w) {
+      return (hi < 0 || c < hi) && ok[i + 1][id(next(c), with(i, w))];
+    };
     for (int64_t i = n; i-- > 0;) {
       for (int64_t c = 0; c <= cap; ++c) {
-        const bool write = (hi < 0 || c < hi) && ok[i + 1][next(c)];
-        ok[i][c] = write || (!required[i] && ok[i + 1][c]);
+        for (uint32_t w = 0; w < masks; ++w) {
+          ok[i][id(c, w)] = can_write(i, c, w) || (!required[i] && ok[i + 1][id(c, w)]);
+        }
       }
     }
-    if (!ok[0][0]) {
+    if (!ok[0][id(0, 0)]) {
       return InvalidArgument(
-          "minProperties/maxProperties cannot be met by the properties the "
+          "minProperties/maxProperties/dependentRequired cannot be met by the properties the "
           "schema allows: nothing matches");
     }
-    // rule[i][c], built from the end; only for feasible states.
-    std::vector<std::vector<std::string>> rule(static_cast<size_t>(n + 1),
-                                               std::vector<std::string>(cap + 1));
-    for (int64_t c = 0; c <= cap; ++c) rule[n][c] = "\"\"";
+    // rule[i][state], built from the end; only for feasible states.
+    std::vector<std::vector<std::string>> rule(
+        static_cast<size_t>(n + 1), std::vector<std::string>(static_cast<size_t>(states)));
+    for (int64_t c = 0; c <= cap; ++c) {
+      const std::string tail = extra.empty() ? "\"\""
+                               : c > 0       ? "(comma " + extra + ")*"
+                                             : "(" + extra + " (comma " + extra + ")*)?";
+      for (uint32_t w = 0; w < masks; ++w) rule[n][id(c, w)] = tail;
+    }
     for (int64_t i = n; i-- > 0;) {
       for (int64_t c = 0; c <= cap; ++c) {
-        if (!ok[i][c]) continue;
-        std::string body;
-        if ((hi < 0 || c < hi) && ok[i + 1][next(c)]) {
-          body = (c > 0 ? "comma " : "") + props[i].first + " colon " + props[i].second + " " +
-                 rule[i + 1][next(c)];
+        for (uint32_t w = 0; w < masks; ++w) {
+          if (!ok[i][id(c, w)]) continue;
+          std::string body;
+          if (can_write(i, c, w)) {
+            body = (c > 0 ? "comma " : "") + props[i].first + " colon " + props[i].second + " " +
+                   rule[i + 1][id(next(c), with(i, w))];
+          }
+          if (!required[i] && ok[i + 1][id(c, w)]) {
+            body += (body.empty() ? "" : " | ") + rule[i + 1][id(c, w)];
+          }
+          rule[i][id(c, w)] = Define(
+              hint + "_p" + std::to_string(i) + "_" + std::to_string(c) + "_" + std::to_string(w),
+              body);
         }
-        if (!required[i] && ok[i + 1][c]) body += (body.empty() ? "" : " | ") + rule[i + 1][c];
-        rule[i][c] = Define(hint + "_p" + std::to_string(i) + "_" + std::to_string(c), body);
       }
     }
-    return "\"{\" " + rule[0][0] + " \"}\"";
+    return "\"{\" " + rule[0][id(0, 0)] + " \"}\"";
   }
 
   // A count keyword (minContains, maxContains): a non-negative integer (2.0 is 2).

@@ -37,6 +37,8 @@ const std::set<std::string>& Handled() {
                                           "exclusiveMinimum",
                                           "exclusiveMaximum",
                                           "contains",
+                                          "dependentRequired",
+                                          "dependencies",
                                           "if",
                                           "then",
                                           "else",
@@ -51,9 +53,9 @@ const std::set<std::string>& Handled() {
 
 const std::set<std::string>& Unsupported() {
   static const std::set<std::string> k = {
-      "patternProperties",     "dependencies", "dependentRequired", "dependentSchemas",
-      "uniqueItems",           "not",          "propertyNames",     "unevaluatedItems",
-      "unevaluatedProperties", "$dynamicRef",  "$recursiveRef"};
+      "patternProperties",    "dependentSchemas", "uniqueItems", "not",
+      "propertyNames",        "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+      "unevaluatedProperties"};
   return k;
 }
 
@@ -66,8 +68,7 @@ bool Trivial(const std::string& key, const Json& schema) {
   // minContains / maxContains without contains do nothing.
   if (key == "minContains" || key == "maxContains") return !schema.contains("contains");
   if (key == "uniqueItems") return v == Json(false) || schema.value("maxItems", Json(2)) == 1;
-  if (key == "patternProperties" || key == "dependentRequired" || key == "dependentSchemas" ||
-      key == "dependencies") {
+  if (key == "patternProperties" || key == "dependentSchemas") {
     return v.is_object() && v.empty();
   }
   if (key == "multipleOf") {
@@ -193,6 +194,17 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
     } else if (k == "multipleOf" && IntegralPositive(out[k]) && IntegralPositive(it.value())) {
       // Multiples of both integers: multiples of their least common multiple.
       out[k] = std::lcm(out[k].get<int64_t>(), it.value().get<int64_t>());
+    } else if (k == "dependentRequired" && out[k].is_object() && it.value().is_object()) {
+      for (auto d = it.value().begin(); d != it.value().end(); ++d) {  // both apply: united
+        Json& names = out[k][d.key()];
+        if (names.is_null()) names = Json::array();
+        if (!names.is_array() || !d.value().is_array()) {
+          return InvalidArgument("'dependentRequired' values must be arrays");
+        }
+        for (const Json& name : d.value()) {
+          if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        }
+      }
     } else if (k == "additionalProperties") {
       // Both apply: false wins, two schemas are both required of an extra property.
       if (out[k] == Json(false) || it.value() == Json(false)) {

@@ -88,6 +88,8 @@ TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
       {R"({"type": "number", "multipleOf": 0.5})", "'multipleOf' is supported for integers"},
       {R"({"type": "integer", "multipleOf": 3, "maximum": 9})", "together with minimum/maximum"},
       {R"({"patternProperties": {"^a": {}}})", "'patternProperties' is not supported"},
+      {R"({"dependentSchemas": {"a": {"required": ["b"]}}})",
+       "'dependentSchemas' is not supported"},
       {R"({"if": {"required": ["a"]}, "then": {"required": ["b"]}})", "keyword 'if' is supported"},
       {R"({"not": {"type": "object", "required": ["a"]}})", "'not' is not supported"},
       {R"({"not": {}})", "nothing matches"},
@@ -399,6 +401,35 @@ TEST(JsonSchema, IfThenElseBranchesOnANegatableCondition) {
   EXPECT_TRUE(FullMatch(not_small, "10"));
   EXPECT_FALSE(FullMatch(not_small, "9"));
   EXPECT_FALSE(FullMatch(not_small, "\"x\""));
+}
+
+TEST(JsonSchema, DependentRequiredHoldsOverTheWrittenProperties) {
+  auto g = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+      "dependentRequired": {"c": ["a"], "a": ["b"]}})");
+  ASSERT_NE(g, nullptr);
+  for (const char* ok : {"{}", R"({"b":1})", R"({"a":1,"b":2})", R"({"a":1,"b":2,"c":3})"})
+    EXPECT_TRUE(FullMatch(g, ok)) << ok;
+  for (const char* bad : {R"({"a":1})", R"({"c":1})", R"({"b":1,"c":1})", R"({"a":1,"c":3})"})
+    EXPECT_FALSE(FullMatch(g, bad)) << bad;
+  // A trigger that is not listed is never written as an additional key; draft 4-7 dependencies.
+  auto extra = Schema(R"({"properties": {"a": {}}, "additionalProperties": true,
+      "dependencies": {"x": ["y"]}})");
+  ASSERT_NE(extra, nullptr);
+  EXPECT_TRUE(FullMatch(extra, R"({"a":1,"z":2})"));
+  EXPECT_FALSE(FullMatch(extra, R"({"x":1})"));
+  auto counted = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}},
+      "dependentRequired": {"a": ["b"]}, "maxProperties": 1})");
+  ASSERT_NE(counted, nullptr);
+  EXPECT_TRUE(FullMatch(counted, R"({"b":1})"));
+  EXPECT_FALSE(FullMatch(counted, R"({"a":1})"));
+  EXPECT_FALSE(FullMatch(counted, R"({"a":1,"b":1})"));
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "properties": {"a": {}},
+      "dependentRequired": {"a": ["b"]}})")
+                   .ok());  // b is not listed
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "properties": {"a": {}}, "required": ["a"],
+      "dependentRequired": {"a": ["b"]}, "additionalProperties": false})")
+                   .ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"dependencies": {"a": {"required": ["b"]}}})").ok());
 }
 
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {

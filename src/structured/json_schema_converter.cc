@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <set>
 #include <vector>
 
@@ -497,7 +498,7 @@ class Converter {
       return false;
     };
     if (any({"properties", "required", "additionalProperties", "minProperties", "maxProperties",
-             "dependentRequired", "dependencies"})) {
+             "dependentRequired", "dependencies", "patternProperties"})) {
       t.push_back("object");
     }
     if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) {
@@ -687,7 +688,8 @@ class Converter {
       if (!s["properties"].is_object()) return InvalidArgument("'properties' must be an object");
       for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
         names.push_back(it.key());  // never an additional key, even when forbidden
-        if (Never(it.value())) {
+        DI_ASSIGN_OR_RETURN(Json value_schema, WithPatterns(s, it.key(), it.value()));
+        if (Never(value_schema)) {
           // A property that may not appear: left out, unless it is required.
           if (req.count(it.key())) {
             return InvalidArgument("property '" + it.key() +
@@ -695,7 +697,7 @@ class Converter {
           }
           continue;
         }
-        DI_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), hint + "_" + it.key(), depth + 1));
+        DI_ASSIGN_OR_RETURN(std::string v, Visit(value_schema, hint + "_" + it.key(), depth + 1));
         props.emplace_back(Literal(Json(it.key())), v);
         prop_names.push_back(it.key());
         required.push_back(req.count(it.key()) > 0);
@@ -711,8 +713,29 @@ class Converter {
         req_order.push_back(r.get<std::string>());
       }
     }
+    if (s.contains("patternProperties") && s.contains("additionalProperties") &&
+        extra_schema != Json(false) && !s["patternProperties"].empty()) {
+      return InvalidArgument(
+          "JSON Schema keyword 'patternProperties' is supported without additionalProperties or "
+          "with additionalProperties false only (an extra key matching a pattern would need the "
+          "pattern's schema instead)");
+    }
     for (const std::string& r : req_order) {
       if (std::find(names.begin(), names.end(), r) != names.end()) continue;
+      DI_ASSIGN_OR_RETURN(Json by_pattern, WithPatterns(s, r, Json()));
+      if (Never(by_pattern)) {
+        return InvalidArgument("property '" + r +
+                               "' is required but a patternProperties schema "
+                               "that matches it is false");
+      }
+      if (!by_pattern.is_null()) {  // a required name a pattern matches: the pattern's schema
+        DI_ASSIGN_OR_RETURN(std::string v, Visit(by_pattern, hint + "_" + r, depth + 1));
+        names.push_back(r);
+        props.emplace_back(Literal(Json(r)), v);
+        prop_names.push_back(r);
+        required.push_back(true);
+        continue;
+      }
       if (extra_schema == Json(false)) {
         return InvalidArgument("property '" + r +
                                "' is required but additionalProperties false forbids it");
@@ -752,6 +775,42 @@ class Converter {
       first[i] = Define(hint + "_f" + std::to_string(i), f);
     }
     return "\"{\" " + first[0] + " \"}\"";
+  }
+
+  // The schema the value of property `name` must meet: `own` (null: none) and the schema of every
+  // patternProperties pattern that `name` matches (ECMAScript search, std::regex; ASCII patterns
+  // and names only). Null when neither applies.
+  static StatusOr<Json> WithPatterns(const Json& s, const std::string& name, const Json& own) {
+    if (!s.contains("patternProperties")) return own;
+    const Json& patterns = s["patternProperties"];
+    if (!patterns.is_object()) return InvalidArgument("'patternProperties' must be an object");
+    const auto ascii = [](const std::string& x) {
+      return std::all_of(x.begin(), x.end(),
+                         [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    };
+    Json all = Json::array();
+    if (!own.is_null()) all.push_back(own);
+    for (auto it = patterns.begin(); it != patterns.end(); ++it) {
+      if (!ascii(it.key()) || !ascii(name)) {
+        return InvalidArgument(
+            "patternProperties: only ASCII patterns and property names are "
+            "supported ('" +
+            it.key() + "')");
+      }
+      try {
+        if (std::regex_search(name, std::regex(it.key(), std::regex::ECMAScript))) {
+          all.push_back(it.value());
+        }
+      } catch (const std::regex_error&) {
+        return InvalidArgument("patternProperties: '" + it.key() + "' is not a regex we read");
+      }
+    }
+    if (all.empty()) return Json();
+    if (std::any_of(all.begin(), all.end(), [](const Json& x) { return Never(x); })) {
+      return Json(false);  // the property may not appear
+    }
+    if (all.size() == 1) return all[0];
+    return Json{{"allOf", all}};
   }
 
   // The names each dependentRequired (or draft 4-7 array-valued `dependencies`) trigger needs.

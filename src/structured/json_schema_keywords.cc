@@ -39,6 +39,7 @@ const std::set<std::string>& Handled() {
                                           "contains",
                                           "dependentRequired",
                                           "dependencies",
+                                          "patternProperties",
                                           "if",
                                           "then",
                                           "else",
@@ -52,10 +53,9 @@ const std::set<std::string>& Handled() {
 }
 
 const std::set<std::string>& Unsupported() {
-  static const std::set<std::string> k = {
-      "patternProperties",    "dependentSchemas", "uniqueItems", "not",
-      "propertyNames",        "unevaluatedItems", "$dynamicRef", "$recursiveRef",
-      "unevaluatedProperties"};
+  static const std::set<std::string> k = {"dependentSchemas", "uniqueItems",          "not",
+                                          "propertyNames",    "unevaluatedItems",     "$dynamicRef",
+                                          "$recursiveRef",    "unevaluatedProperties"};
   return k;
 }
 
@@ -68,7 +68,7 @@ bool Trivial(const std::string& key, const Json& schema) {
   // minContains / maxContains without contains do nothing.
   if (key == "minContains" || key == "maxContains") return !schema.contains("contains");
   if (key == "uniqueItems") return v == Json(false) || schema.value("maxItems", Json(2)) == 1;
-  if (key == "patternProperties" || key == "dependentSchemas") {
+  if (key == "dependentSchemas") {
     return v.is_object() && v.empty();
   }
   if (key == "multipleOf") {

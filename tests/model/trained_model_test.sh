@@ -28,6 +28,11 @@ assert r["nll"] <= limit, f"held-out prose NLL {r['nll']:.3f} > {limit} nats/tok
 print(f"ok: held-out prose NLL {r['nll']:.3f} <= {limit}")
 PY
 
-start serve "$BIN" serve --model "$MODEL" --port 0 --served-model-name m --spec dspark --kv-budget 512M
+# One draft per verify step (--spec-policy fixed --spec-length 1): the acceptance rate is then
+# the drafter's first-token hit rate, a property of the model. The default cost-model policy
+# chooses draft lengths from measured step times, so its rate moves with host load (0.39 idle,
+# 0.05 with a build beside it); bench/dspark_chat_bench.sh measures that policy.
+start serve "$BIN" serve --model "$MODEL" --port 0 --served-model-name m --spec dspark --kv-budget 512M \
+  --spec-policy fixed --spec-length 1
 url="$(wait_url "$work/serve.log")"
 /usr/bin/python3 "$HERE/trained_model_client.py" "$url"

@@ -87,7 +87,8 @@ TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
       {R"({"type": "array", "uniqueItems": true})", "'uniqueItems' is not supported"},
       {R"({"type": "number", "multipleOf": 0.5})", "'multipleOf' is supported for integers"},
       {R"({"type": "integer", "multipleOf": 3, "maximum": 9})", "together with minimum/maximum"},
-      {R"({"patternProperties": {"^a": {}}})", "'patternProperties' is not supported"},
+      {R"({"patternProperties": {"^a": {}}, "additionalProperties": true})",
+       "'patternProperties' is supported without additionalProperties"},
       {R"({"dependentSchemas": {"a": {"required": ["b"]}}})",
        "'dependentSchemas' is not supported"},
       {R"({"if": {"required": ["a"]}, "then": {"required": ["b"]}})", "keyword 'if' is supported"},
@@ -430,6 +431,22 @@ TEST(JsonSchema, DependentRequiredHoldsOverTheWrittenProperties) {
       "dependentRequired": {"a": ["b"]}, "additionalProperties": false})")
                    .ok());
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"dependencies": {"a": {"required": ["b"]}}})").ok());
+}
+
+TEST(JsonSchema, PatternPropertiesApplyToTheListedAndRequiredNames) {
+  auto g = Schema(R"({"type": "object", "properties": {"x-id": {"type": "integer"},
+      "name": {"type": "string"}, "x-off": {}}, "required": ["x-id", "x-extra"],
+      "patternProperties": {"^x-": {"minimum": 10}, "off$": false},
+      "additionalProperties": false})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"x-id":10,"name":"a","x-extra":12.5})"));
+  EXPECT_TRUE(FullMatch(g, R"({"x-id":99,"x-extra":10})"));
+  EXPECT_FALSE(FullMatch(g, R"({"x-id":9,"x-extra":10})"));  // both schemas apply to x-id
+  EXPECT_FALSE(FullMatch(g, R"({"x-id":10,"x-extra":9})"));  // x-extra: the pattern's schema
+  EXPECT_FALSE(FullMatch(g, R"({"x-id":10,"x-off":1,"x-extra":10})"));  // off$ is false
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"patternProperties": {"^a": {}}, "required": ["ab"],
+      "properties": {}, "patternProperties": {"b$": false}})")
+                   .ok());
 }
 
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {

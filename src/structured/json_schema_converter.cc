@@ -5,7 +5,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <set>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "structured/ebnf_parser.h"
 #include "structured/json_schema_formats.h"
 #include "structured/json_schema_keywords.h"
+#include "structured/json_schema_names.h"
 #include "structured/json_schema_negation.h"
 #include "structured/number_ranges.h"
 #include "structured/one_of_check.h"
@@ -498,7 +498,7 @@ class Converter {
       return false;
     };
     if (any({"properties", "required", "additionalProperties", "minProperties", "maxProperties",
-             "dependentRequired", "dependencies", "patternProperties"})) {
+             "dependentRequired", "dependencies", "patternProperties", "propertyNames"})) {
       t.push_back("object");
     }
     if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) {
@@ -693,7 +693,8 @@ class Converter {
           // A property that may not appear: left out, unless it is required.
           if (req.count(it.key())) {
             return InvalidArgument("property '" + it.key() +
-                                   "' is required but its schema is false, which matches nothing");
+                                   "' is required but its schema is false (or propertyNames or a "
+                                   "patternProperties schema forbids it), which matches nothing");
           }
           continue;
         }
@@ -712,6 +713,13 @@ class Converter {
       if (std::find(req_order.begin(), req_order.end(), r.get<std::string>()) == req_order.end()) {
         req_order.push_back(r.get<std::string>());
       }
+    }
+    if (s.contains("propertyNames") && s.contains("additionalProperties") &&
+        extra_schema != Json(false) && s["propertyNames"] != Json(true) &&
+        s["propertyNames"] != Json::object()) {
+      return InvalidArgument(
+          "JSON Schema keyword 'propertyNames' is supported without additionalProperties or "
+          "with additionalProperties false only (extra keys are not checked against it)");
     }
     if (s.contains("patternProperties") && s.contains("additionalProperties") &&
         extra_schema != Json(false) && !s["patternProperties"].empty()) {
@@ -778,32 +786,22 @@ class Converter {
   }
 
   // The schema the value of property `name` must meet: `own` (null: none) and the schema of every
-  // patternProperties pattern that `name` matches (ECMAScript search, std::regex; ASCII patterns
-  // and names only). Null when neither applies.
+  // patternProperties pattern that `name` matches (json_schema_names.h); false when a
+  // propertyNames schema rejects the name or a matching pattern's schema is false (the property
+  // may not appear). Null when nothing applies.
   static StatusOr<Json> WithPatterns(const Json& s, const std::string& name, const Json& own) {
+    if (s.contains("propertyNames")) {
+      DI_ASSIGN_OR_RETURN(bool meets, NameMeets(s["propertyNames"], name));
+      if (!meets) return Json(false);
+    }
     if (!s.contains("patternProperties")) return own;
     const Json& patterns = s["patternProperties"];
     if (!patterns.is_object()) return InvalidArgument("'patternProperties' must be an object");
-    const auto ascii = [](const std::string& x) {
-      return std::all_of(x.begin(), x.end(),
-                         [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-    };
     Json all = Json::array();
     if (!own.is_null()) all.push_back(own);
     for (auto it = patterns.begin(); it != patterns.end(); ++it) {
-      if (!ascii(it.key()) || !ascii(name)) {
-        return InvalidArgument(
-            "patternProperties: only ASCII patterns and property names are "
-            "supported ('" +
-            it.key() + "')");
-      }
-      try {
-        if (std::regex_search(name, std::regex(it.key(), std::regex::ECMAScript))) {
-          all.push_back(it.value());
-        }
-      } catch (const std::regex_error&) {
-        return InvalidArgument("patternProperties: '" + it.key() + "' is not a regex we read");
-      }
+      DI_ASSIGN_OR_RETURN(bool found, PatternFinds(it.key(), name));
+      if (found) all.push_back(it.value());
     }
     if (all.empty()) return Json();
     if (std::any_of(all.begin(), all.end(), [](const Json& x) { return Never(x); })) {

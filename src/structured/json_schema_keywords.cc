@@ -40,6 +40,7 @@ const std::set<std::string>& Handled() {
                                           "dependentRequired",
                                           "dependencies",
                                           "patternProperties",
+                                          "propertyNames",
                                           "if",
                                           "then",
                                           "else",
@@ -53,9 +54,9 @@ const std::set<std::string>& Handled() {
 }
 
 const std::set<std::string>& Unsupported() {
-  static const std::set<std::string> k = {"dependentSchemas", "uniqueItems",          "not",
-                                          "propertyNames",    "unevaluatedItems",     "$dynamicRef",
-                                          "$recursiveRef",    "unevaluatedProperties"};
+  static const std::set<std::string> k = {"dependentSchemas",     "uniqueItems", "not",
+                                          "unevaluatedItems",     "$dynamicRef", "$recursiveRef",
+                                          "unevaluatedProperties"};
   return k;
 }
 

@@ -181,7 +181,7 @@ TEST(JsonSchema, UnknownKeywordsAndFormatsAreAnnotations) {
   // Assertions we do not enforce stay refused; trivial uses of them are not.
   EXPECT_NE(Schema(R"({"type": "array", "uniqueItems": false})"), nullptr);
   EXPECT_NE(Schema(R"({"type": "object", "minProperties": 0, "patternProperties": {}})"), nullptr);
-  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "propertyNames": {"maxLength": 3}})").ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "array", "uniqueItems": true})").ok());
 }
 
 TEST(JsonSchema, FalseSubschemasOnlyForbid) {
@@ -447,6 +447,28 @@ TEST(JsonSchema, PatternPropertiesApplyToTheListedAndRequiredNames) {
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"patternProperties": {"^a": {}}, "required": ["ab"],
       "properties": {}, "patternProperties": {"b$": false}})")
                    .ok());
+}
+
+TEST(JsonSchema, PropertyNamesDecideWhichListedNamesAreWritten) {
+  auto g = Schema(R"({"type": "object", "properties": {"ab": {}, "abcdef": {}, "Xy": {}},
+      "propertyNames": {"maxLength": 4, "pattern": "^[a-z]+$"}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"ab":1})"));
+  EXPECT_TRUE(FullMatch(g, "{}"));
+  EXPECT_FALSE(FullMatch(g, R"({"ab":1,"abcdef":2})"));  // too long
+  EXPECT_FALSE(FullMatch(g, R"({"Xy":1})"));             // pattern
+  auto none = Schema(R"({"type": "object", "properties": {"a": {}}, "propertyNames": false})");
+  ASSERT_NE(none, nullptr);
+  EXPECT_TRUE(FullMatch(none, "{}"));
+  EXPECT_FALSE(FullMatch(none, R"({"a":1})"));
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "properties": {"a": {}}, "required": ["a"],
+      "propertyNames": {"const": "b"}})")
+                   .ok());
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "additionalProperties": true,
+      "propertyNames": {"maxLength": 3}})")
+                   .ok());
+  EXPECT_FALSE(
+      JsonSchemaToEbnf(R"({"properties": {"a": {}}, "propertyNames": {"format": "email"}})").ok());
 }
 
 TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {

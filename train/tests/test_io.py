@@ -315,6 +315,24 @@ class RoundTrip(unittest.TestCase):
         if have_model:  # the map the model hashed with (here make-checkpoint's, beside the config)
             for d in ("exp", "exp_unpacked"):
                 self.assertTrue(same_file(self.out(d + "/engram_token_map.json"), self.map), d)
+        if have_model:
+            # train.py --init-from: a fresh model takes the compact model's stored values exactly
+            # (exported again, every tensor decodes to the same numbers).
+            import train as trainer
+            fresh = V41Model(load_config(self.cfg), kept_ids=kept, seed=7)
+            trainer.init_from_model(fresh, self.out("exp_compact"))
+            torch.save({"model": fresh.state_dict(), "kept_ids": kept, "config": self.cfg,
+                        "step": 1}, self.out("again.pt"))
+            export.main(["--checkpoint", self.out("again.pt"), "--compact",
+                         self.out("again_compact")])
+            first, _ = compact.load_compact(self.out("exp_compact"))
+            again, _ = compact.load_compact(self.out("again_compact"))
+            self.assertEqual(sorted(first), sorted(again))
+            for n in first:
+                self.assertTrue(torch.equal(first[n], again[n]), n)
+            other = V41Model(load_config(self.cfg), kept_ids=kept[:-1])
+            with self.assertRaises(SystemExit):  # other kept ids: refused
+                trainer.init_from_model(other, self.out("exp_compact"))
         back = io.load_released(self.out("exp"))
         for n in io.vocab_table_names(self.cfg):
             want = torch.from_numpy(io.bf16_decode(io.bf16_encode(st[n].float().numpy())))

@@ -737,7 +737,10 @@ class Converter {
                                "that matches it is false");
       }
       if (!by_pattern.is_null()) {  // a required name a pattern matches: the pattern's schema
-        DI_ASSIGN_OR_RETURN(std::string v, Visit(by_pattern, hint + "_" + r, depth + 1));
+        std::string value_hint = hint;
+        value_hint += "_";
+        value_hint += r;
+        DI_ASSIGN_OR_RETURN(std::string v, Visit(by_pattern, value_hint, depth + 1));
         names.push_back(r);
         props.emplace_back(Literal(Json(r)), v);
         prop_names.push_back(r);
@@ -874,8 +877,12 @@ class Converter {
       uint32_t need = 0;
       for (const std::string& name : needed) {
         if (index_of(name) < 0) {
-          return InvalidArgument("dependentRequired: '" + trigger + "' needs '" + name +
-                                 "', which `properties` does not list (not supported)");
+          std::string message = "dependentRequired: '";
+          message += trigger;
+          message += "' needs '";
+          message += name;
+          message += "', which `properties` does not list (not supported)";
+          return InvalidArgument(message);
         }
         if (!bit.count(name)) bit.emplace(name, static_cast<int>(bit.size()));
         need |= 1u << bit[name];
@@ -931,9 +938,18 @@ class Converter {
     std::vector<std::vector<std::string>> rule(
         static_cast<size_t>(n + 1), std::vector<std::string>(static_cast<size_t>(states)));
     for (int64_t c = 0; c <= cap; ++c) {
-      const std::string tail = extra.empty() ? "\"\""
-                               : c > 0       ? "(comma " + extra + ")*"
-                                             : "(" + extra + " (comma " + extra + ")*)?";
+      std::string tail = "\"\"";
+      if (!extra.empty() && c > 0) {
+        tail = "(comma ";
+        tail += extra;
+        tail += ")*";
+      } else if (!extra.empty()) {
+        tail = "(";
+        tail += extra;
+        tail += " (comma ";
+        tail += extra;
+        tail += ")*)?";
+      }
       for (uint32_t w = 0; w < masks; ++w) rule[n][id(c, w)] = tail;
     }
     for (int64_t i = n; i-- > 0;) {

@@ -77,8 +77,9 @@ std::optional<Json> NegatedSchema(const Json& s) {
     int shift;  // for counts: the opposite bound is value + shift
   };
   const auto negate = [&](const char* type, const std::vector<Flip>& flips) -> std::optional<Json> {
-    std::vector<std::string> names;
-    for (const Flip& f : flips) names.push_back(f.keyword);
+    std::vector<std::string> names(flips.size());
+    std::transform(flips.begin(), flips.end(), names.begin(),
+                   [](const Flip& f) { return std::string(f.keyword); });
     if (!OnlyKeywords(s, names, type)) return std::nullopt;
     branches.push_back(OtherTypes(type));
     for (const Flip& f : flips) {

@@ -14,11 +14,12 @@ import re
 import sys
 import urllib.request
 
-# Floors for the model as shipped (measured on it: 0.25, 0.999, 0.381; the random-weight model
-# gives ~0 for all three). Issue 24's targets are 0.75 / 0.8 / 0.3: raise these as training goes on.
-END_FRACTION = 0.2
-WORD_FRACTION = 0.95
-ACCEPTANCE = 0.3
+# Floors for the model as shipped (step 900, measured on it: 1.00, 0.970, 0.639 with one draft per
+# verify step; the random-weight model gives ~0 for all three). Issue 24's targets are 0.75 / 0.8 /
+# 0.3; the floors keep a margin for other kernel levels (AVX2 hosts round differently).
+END_FRACTION = 0.75
+WORD_FRACTION = 0.93
+ACCEPTANCE = 0.5
 
 QUESTIONS = [
     "What does the word lantern mean?",

@@ -837,6 +837,18 @@ class Converter {
     return out;
   }
 
+  // A count keyword (minProperties, minContains, ...): a non-negative integer (2.0 is 2), or
+  // `fallback` when `s` has no `key`.
+  static StatusOr<int64_t> Count(const Json& s, const char* key, int64_t fallback) {
+    if (!s.contains(key)) return fallback;
+    const Json& v = s[key];
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1e15 ||
+        v.get<double>() != static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
+      return InvalidArgument(std::string("'") + key + "' must be a non-negative integer");
+    }
+    return static_cast<int64_t>(v.get<double>());
+  }
+
   // An object with minProperties / maxProperties and/or dependentRequired: the properties in
   // order, the state after each being (c, w): how many were written (c; without a maximum, counts
   // from max(min, 1) on are one state) and which of the properties a dependency names were
@@ -849,16 +861,8 @@ class Converter {
                                       const std::vector<bool>& required, const std::string& extra,
                                       const std::map<std::string, std::vector<std::string>>& deps,
                                       const std::string& hint) {
-    const auto bound = [&](const char* k, int64_t fallback) -> StatusOr<int64_t> {
-      if (!s.contains(k)) return fallback;
-      if (!s[k].is_number() || s[k].get<double>() < 0 ||
-          s[k].get<double>() != static_cast<double>(static_cast<int64_t>(s[k].get<double>()))) {
-        return InvalidArgument(std::string("'") + k + "' must be a non-negative integer");
-      }
-      return static_cast<int64_t>(s[k].get<double>());
-    };
-    DI_ASSIGN_OR_RETURN(const int64_t lo, bound("minProperties", 0));
-    DI_ASSIGN_OR_RETURN(const int64_t hi, bound("maxProperties", -1));
+    DI_ASSIGN_OR_RETURN(const int64_t lo, Count(s, "minProperties", 0));
+    DI_ASSIGN_OR_RETURN(const int64_t hi, Count(s, "maxProperties", -1));
     if (!extra.empty() && (lo > 0 || hi >= 0)) {
       return InvalidArgument(
           "JSON Schema keyword 'minProperties'/'maxProperties' is not supported together with "
@@ -973,16 +977,6 @@ class Converter {
     return "\"{\" " + rule[0][id(0, 0)] + " \"}\"";
   }
 
-  // A count keyword (minContains, maxContains): a non-negative integer (2.0 is 2).
-  static StatusOr<int64_t> Count(const Json& s, const char* key) {
-    const Json& v = s[key];
-    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 10000 ||
-        v.get<double>() != static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
-      return InvalidArgument(std::string("'") + key + "' must be an integer from 0 to 10000");
-    }
-    return static_cast<int64_t>(v.get<double>());
-  }
-
   // An array under `contains` C (minContains m, default 1; maxContains M, default unbounded):
   // elements follow `items` I, and from m to M of them match C. Exact: "[" (X ",")* Y
   // (("," X)* "," Y){m-1} ("," X)* "]" with Y = I and C, X = I (any element may match C too);
@@ -990,13 +984,12 @@ class Converter {
   // Together with prefixItems, or with item counts other than a minItems of at most m, it is
   // refused.
   StatusOr<std::string> ContainsArray(const Json& s, const std::string& hint, int depth) {
-    int64_t m = 1;
+    DI_ASSIGN_OR_RETURN(const int64_t m, Count(s, "minContains", 1));
+    DI_ASSIGN_OR_RETURN(const int64_t max_read, Count(s, "maxContains", -1));
     std::optional<int64_t> max_c;
-    if (s.contains("minContains")) {
-      DI_ASSIGN_OR_RETURN(m, Count(s, "minContains"));
-    }
-    if (s.contains("maxContains")) {
-      DI_ASSIGN_OR_RETURN(max_c, Count(s, "maxContains"));
+    if (max_read >= 0) max_c = max_read;
+    if (m > 10000 || max_read > 10000) {
+      return InvalidArgument("minContains/maxContains above 10000 are not supported");
     }
     const Json items = s.value("items", Json(true));
     if (s.contains("prefixItems") || items.is_array() || s.contains("maxItems") ||

@@ -733,28 +733,19 @@ class Converter {
       DI_ASSIGN_OR_RETURN(Json by_pattern, WithPatterns(s, r, Json()));
       if (Never(by_pattern)) {
         return InvalidArgument("property '" + r +
-                               "' is required but a patternProperties schema "
-                               "that matches it is false");
+                               "' is required but propertyNames rejects it or a "
+                               "patternProperties schema that matches it is false");
       }
-      if (!by_pattern.is_null()) {  // a required name a pattern matches: the pattern's schema
-        std::string value_hint = hint;
-        value_hint += "_";
-        value_hint += r;
-        DI_ASSIGN_OR_RETURN(std::string v, Visit(by_pattern, value_hint, depth + 1));
-        names.push_back(r);
-        props.emplace_back(Literal(Json(r)), v);
-        prop_names.push_back(r);
-        required.push_back(true);
-        continue;
-      }
-      if (extra_schema == Json(false)) {
+      // A name a pattern matches takes the pattern's schema, any other additionalProperties.
+      if (by_pattern.is_null() && extra_schema == Json(false)) {
         return InvalidArgument("property '" + r +
                                "' is required but additionalProperties false forbids it");
       }
+      const Json& value_schema = by_pattern.is_null() ? extra_schema : by_pattern;
       std::string value_hint = hint;
       value_hint += "_";
       value_hint += r;
-      DI_ASSIGN_OR_RETURN(std::string v, Visit(extra_schema, value_hint, depth + 1));
+      DI_ASSIGN_OR_RETURN(std::string v, Visit(value_schema, value_hint, depth + 1));
       names.push_back(r);
       props.emplace_back(Literal(Json(r)), v);
       prop_names.push_back(r);

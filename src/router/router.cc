@@ -47,25 +47,25 @@ StatusOr<std::unique_ptr<Router>> Router::Create(RouterOptions options) {
     }
     return pool;
   };
-  PolicyOptions decode_options = o.policy_options;
+  dist::PolicyOptions decode_options = o.policy_options;
   decode_options.seed = o.policy_options.seed + 1;
   if (pd) {
     DI_ASSIGN_OR_RETURN(std::vector<Worker*> prefill, add(o.prefill));
     DI_ASSIGN_OR_RETURN(std::vector<Worker*> decode, add(o.decode));
     r->prefill_ = std::make_unique<WorkerPool>(std::move(prefill), o.policy, o.policy_options);
-    r->decode_ =
-        std::make_unique<WorkerPool>(std::move(decode), PolicyKind::kPowerOfTwo, decode_options);
+    r->decode_ = std::make_unique<WorkerPool>(std::move(decode), dist::PolicyKind::kPowerOfTwo,
+                                              decode_options);
   } else {
     DI_ASSIGN_OR_RETURN(std::vector<Worker*> main, add(o.workers));
     r->main_ = std::make_unique<WorkerPool>(std::move(main), o.policy, o.policy_options);
   }
   std::vector<Worker*> all;
   for (const auto& w : r->workers_) all.push_back(w.get());
-  r->any_ = std::make_unique<WorkerPool>(all, PolicyKind::kRoundRobin, o.policy_options);
+  r->any_ = std::make_unique<WorkerPool>(all, dist::PolicyKind::kRoundRobin, o.policy_options);
   HealthCheckOptions hc = o.health_check;
   hc.worker_api_key = o.worker_api_key;
   r->health_ = std::make_unique<HealthChecker>(std::move(all), std::move(hc));
-  if (o.policy == PolicyKind::kCacheAware && !r->tokenizer_) {
+  if (o.policy == dist::PolicyKind::kCacheAware && !r->tokenizer_) {
     std::fprintf(stderr,
                  "deepinfer route: no --tokenizer: cache-aware routing applies to token-id "
                  "prompts only; the others go by power of two choices\n");

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "dist/policy.h"
 #include "router/health_checker.h"
 #include "router/pd_plan.h"
-#include "router/policy.h"
 #include "router/relay.h"
 #include "router/request_facts.h"
 #include "router/retry.h"
@@ -41,8 +41,8 @@ struct RouterOptions {
   std::vector<std::string> workers;  // colocated workers (role both)
   std::vector<std::string> prefill;  // PD mode: both lists given, --worker empty
   std::vector<std::string> decode;
-  PolicyKind policy = PolicyKind::kCacheAware;  // --worker pool, or the prefill pool
-  PolicyOptions policy_options;
+  dist::PolicyKind policy = dist::PolicyKind::kCacheAware;  // --worker pool, or the prefill pool
+  dist::PolicyOptions policy_options;
   std::string tokenizer_dir;   // empty: no tokenizer (cache-aware falls back for text)
   std::string worker_api_key;  // empty: the client's credentials go through
   RetryOptions retry;

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "router/block_key_cache.h"
+#include "engine/block_key_cache.h"
 #include "router/health.h"
 
 namespace deepinfer::router {
@@ -66,8 +66,8 @@ class Worker {
   const std::optional<WorkerInfo>& info() const { return info_; }
   void SetRefused(bool refused) { refused_ = refused; }
 
-  BlockKeyCache& cache() { return cache_; }
-  const BlockKeyCache& cache() const { return cache_; }
+  engine::BlockKeyCache& cache() { return cache_; }
+  const engine::BlockKeyCache& cache() const { return cache_; }
   int64_t in_flight_tokens() const { return in_flight_tokens_; }
   void AddInFlight(int64_t tokens) { in_flight_tokens_ += tokens; }
   WorkerCounters& counters() { return counters_; }
@@ -78,7 +78,7 @@ class Worker {
   HealthTracker health_;
   std::optional<WorkerInfo> info_;
   bool refused_ = false;
-  BlockKeyCache cache_;
+  engine::BlockKeyCache cache_;
   int64_t in_flight_tokens_ = 0;
   WorkerCounters counters_;
 };

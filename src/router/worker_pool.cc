@@ -6,10 +6,11 @@
 
 namespace deepinfer::router {
 
-WorkerPool::WorkerPool(std::vector<Worker*> workers, PolicyKind kind, const PolicyOptions& options)
+WorkerPool::WorkerPool(std::vector<Worker*> workers, dist::PolicyKind kind,
+                       const dist::PolicyOptions& options)
     : workers_(std::move(workers)),
-      policy_(MakePolicy(kind, options)),
-      fallback_(MakePolicy(PolicyKind::kPowerOfTwo, options)) {}
+      policy_(dist::MakePolicy(kind, options)),
+      fallback_(dist::MakePolicy(dist::PolicyKind::kPowerOfTwo, options)) {}
 
 int64_t WorkerPool::CountRoutable(std::span<Worker* const> exclude) const {
   int64_t n = 0;
@@ -32,7 +33,7 @@ std::optional<Choice> WorkerPool::Choose(const RequestFacts& facts,
   for (const Worker* w : routable) {
     if (!w->info() || w->info()->page_tokens <= 0) use_cache = false;
   }
-  std::vector<Candidate> candidates(routable.size());
+  std::vector<dist::Candidate> candidates(routable.size());
   // The prompt's keys per (page length, key mode): workers behind one router share a
   // fingerprint, so in practice there is one entry.
   std::map<std::pair<int64_t, bool>, std::vector<engine::BlockKey>> keys_by_layout;
@@ -51,7 +52,7 @@ std::optional<Choice> WorkerPool::Choose(const RequestFacts& facts,
     keys_of[i] = &it->second;
     candidates[i].cached_tokens = w->cache().MatchedBlocks(it->second) * layout.first;
   }
-  Policy& policy = use_cache || !policy_->uses_cache() ? *policy_ : *fallback_;
+  dist::Policy& policy = use_cache || !policy_->uses_cache() ? *policy_ : *fallback_;
   const size_t pick = policy.Pick(candidates, facts.prompt_tokens);
   Choice c;
   c.worker = routable[pick];

@@ -1,5 +1,5 @@
 // WorkerPool: a set of workers (all of them, or a prefill / decode pool) and the policy that
-// picks among them. Choose builds each routable worker's Candidate (in-flight tokens; for the
+// picks among them. Choose builds each routable worker's dist::Candidate (in-flight tokens; for the
 // cache-aware policy the prompt's page-block keys, engine::AppendBlockKeys at the worker's page
 // length and key mode, matched against the keys the router sent there) and asks the policy.
 // The cache-aware policy needs the prompt's tokens and every candidate's page length: without
@@ -17,8 +17,8 @@
 #include <span>
 #include <vector>
 
+#include "dist/policy.h"
 #include "engine/kv_cache_manager.h"
-#include "router/policy.h"
 #include "router/request_facts.h"
 #include "router/worker.h"
 
@@ -77,7 +77,8 @@ class Lease {
 
 class WorkerPool {
  public:
-  WorkerPool(std::vector<Worker*> workers, PolicyKind kind, const PolicyOptions& options);
+  WorkerPool(std::vector<Worker*> workers, dist::PolicyKind kind,
+             const dist::PolicyOptions& options);
 
   // The worker for a request among the routable ones not in `exclude` (already tried); nullopt
   // when there is none. `facts` may be default (a route without a prompt: no cache, no load).
@@ -96,8 +97,8 @@ class WorkerPool {
 
  private:
   std::vector<Worker*> workers_;
-  std::unique_ptr<Policy> policy_;
-  std::unique_ptr<Policy> fallback_;  // power of two, when cache-aware cannot apply
+  std::unique_ptr<dist::Policy> policy_;
+  std::unique_ptr<dist::Policy> fallback_;  // power of two, when cache-aware cannot apply
 };
 
 }  // namespace deepinfer::router

@@ -77,6 +77,8 @@ class EngineLoop {
   // The engine, for code that runs on the loop thread only: request callbacks (e.g. the prefill
   // leg exports its pages as its last output is delivered) and posted tasks.
   engine::Engine* engine_on_loop_thread() const { return engine_; }
+  // Rank 0 of an instance over MPI ranks: its hub (null otherwise), likewise for the loop thread.
+  RankHub* hub_on_loop_thread() const { return options_.hub; }
 
   EngineSnapshot Snapshot() const;
   int64_t pending() const;

@@ -51,6 +51,14 @@ void RenderRanks(const std::vector<RankHub::RankView>& ranks, std::string* out) 
       "deepinfer_rank_kv_pages_capacity", "gauge", "KV pages in each rank's pool", ranks,
       [](const View& v) { return v.snapshot.kv_pages_capacity; }, out);
   PerRank(
+      "deepinfer_rank_prefix_cache_queries_total", "counter",
+      "prompt blocks looked up in each rank's prefix cache", ranks,
+      [](const View& v) { return v.snapshot.prefix_queries; }, out);
+  PerRank(
+      "deepinfer_rank_prefix_cache_hits_total", "counter",
+      "prompt blocks found in each rank's prefix cache", ranks,
+      [](const View& v) { return v.snapshot.prefix_hits; }, out);
+  PerRank(
       "deepinfer_rank_work_tokens", "gauge",
       "outstanding tokens of work placed on each rank (prompt + most output left)", ranks,
       [](const View& v) { return v.work; }, out);

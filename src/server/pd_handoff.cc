@@ -3,12 +3,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "dist/ucx_rpc.h"
 #include "engine/engine.h"
 #include "engine/page_handoff.h"
 #include "server/engine_loop.h"
+#include "server/rank_hub.h"
 
 namespace deepinfer::server {
 namespace {
@@ -70,23 +73,37 @@ void PdEndpoint::Receive(const std::string& wire, const std::function<void(std::
   StatusOr<engine::PageBundle> bundle = engine::DecodeBundle(wire);
   if (!bundle.ok()) return refuse(bundle.status().message());
   auto shared = std::make_shared<engine::PageBundle>(std::move(*bundle));
-  const Status posted = loop_->Post([this, shared, respond](engine::Engine* engine) {
+  auto wire_copy = std::make_shared<std::string>(wire);
+  const Status posted = loop_->Post([this, shared, wire_copy, respond](engine::Engine* engine) {
     if (engine == nullptr) {
       respond(ReplyError("the decode instance is shutting down"));
       return;
     }
-    StatusOr<engine::ImportResult> r = engine->ImportPages(*shared, fingerprint_);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!r.ok()) {
-      ++counters_.receive_failures;
-      respond(ReplyError(r.status().message()));
+    std::vector<engine::BlockKey> keys;
+    for (const engine::PageBlock& b : shared->blocks) keys.push_back(b.key);
+    RankHub* hub = loop_->hub_on_loop_thread();
+    const int rank = hub != nullptr ? hub->PlacePages(keys) : 0;
+    auto done = [this, respond](const StatusOr<engine::ImportResult>& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!r.ok()) {
+        ++counters_.receive_failures;
+        respond(ReplyError(r.status().message()));
+        return;
+      }
+      ++counters_.bundles_received;
+      counters_.pages_imported += r->imported;
+      respond(nlohmann::json{
+          {"ok", true}, {"imported", r->imported}, {"cached", r->cached}, {"dropped", r->dropped}}
+                  .dump());
+    };
+    if (rank != 0) {
+      // Another rank of this instance imports it at the next exchange (rank_hub.h).
+      hub->ShipPages(rank, std::move(*wire_copy), std::move(keys), std::move(done));
       return;
     }
-    ++counters_.bundles_received;
-    counters_.pages_imported += r->imported;
-    respond(nlohmann::json{
-        {"ok", true}, {"imported", r->imported}, {"cached", r->cached}, {"dropped", r->dropped}}
-                .dump());
+    StatusOr<engine::ImportResult> r = engine->ImportPages(*shared, fingerprint_);
+    if (r.ok() && hub != nullptr) hub->NotePages(0, keys);
+    done(r);
   });
   if (!posted.ok()) refuse(posted.message());
 }

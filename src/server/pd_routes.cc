@@ -157,23 +157,36 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
   request.params.max_tokens = 1;
   auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
   auto leg = std::make_shared<LegExport>();
-  request.on_output = [channel, leg, pd = ctx.pd, engine = ctx.loop->engine_on_loop_thread(),
+  const auto ended = [](const engine::RequestOutput& o) {
+    return o.finished && (*o.finished == engine::FinishReason::kLength ||
+                          *o.finished == engine::FinishReason::kStop);
+  };
+  request.on_output = [channel, leg, ended, pd = ctx.pd, engine = ctx.loop->engine_on_loop_thread(),
                        prompt = input.prompt](const engine::RequestOutput& o) {
     GenEvent e;
     e.tokens = o.new_tokens;
     e.finished = o.finished;
     e.error = o.error;
     e.prefix_hit_tokens = o.prefix_hit_tokens;
-    if (o.finished && (*o.finished == engine::FinishReason::kLength ||
-                       *o.finished == engine::FinishReason::kStop)) {
+    // Run here: export now. Run on another rank of this instance: its pages came just before
+    // this output (RemoteForm::on_pages).
+    if (ended(o) && !leg->bundle) {
       leg->started = std::chrono::steady_clock::now();
       leg->bundle = pd->Export(*engine, prompt);
     }
     channel->Push(std::move(e));
   };
   channel->cancel_flags.push_back(request.cancelled);
+  // Over MPI ranks the leg runs on whichever rank has the least work, as any request does.
+  RemoteForm form;
+  form.export_pages = true;
+  form.on_pages = [leg](StatusOr<engine::PageBundle> pages) {
+    leg->started = std::chrono::steady_clock::now();
+    leg->bundle = std::move(pages);
+  };
   if (Status s = ctx.loop->Submit(
-          std::move(request), [channel](const Status& verdict) { channel->SetVerdict(verdict); });
+          std::move(request), [channel](const Status& verdict) { channel->SetVerdict(verdict); },
+          std::move(form));
       !s.ok()) {
     co_return co_await ex.SendError(style, ErrorFromStatus(s), RetryAfter());
   }

@@ -18,17 +18,56 @@ int64_t MaxOutput(const engine::Request& request, int64_t max_context) {
 
 RankHub::RankHub(RankHubOptions options)
     : options_(std::move(options)),
+      policy_(options_.placement),
       load_(static_cast<size_t>(options_.n_ranks), 0),
       finished_(static_cast<size_t>(options_.n_ranks), 0),
       snapshots_(static_cast<size_t>(options_.n_ranks)),
+      caches_(static_cast<size_t>(options_.n_ranks),
+              engine::BlockKeyCache(options_.page_tokens > 0 ? options_.cache_blocks : 0)),
       outbox_(static_cast<size_t>(options_.n_ranks)) {}
 
-int RankHub::Place(const engine::Request& /*request*/) const {
-  // The request's own size does not change which rank has the least: argmin, lowest on a tie.
-  return static_cast<int>(std::min_element(load_.begin(), load_.end()) - load_.begin());
+std::vector<engine::BlockKey> RankHub::KeysOf(const std::vector<int32_t>& prompt) const {
+  std::vector<engine::BlockKey> keys;
+  if (options_.page_tokens <= 0 || options_.cache_blocks <= 0) return keys;
+  engine::AppendBlockKeys(prompt, static_cast<int64_t>(prompt.size()), options_.page_tokens,
+                          options_.prompt_sensitive, &keys);
+  return keys;
+}
+
+int RankHub::Pick(std::span<const engine::BlockKey> keys, int64_t prompt_tokens) {
+  std::vector<dist::Candidate> ranks(static_cast<size_t>(options_.n_ranks));
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const int64_t cached = caches_[r].MatchedBlocks(keys) * options_.page_tokens;
+    ranks[r] = {.in_flight_tokens = load_[r],
+                .cached_tokens = std::min(prompt_tokens, cached),
+                .cache_blocks = caches_[r].size()};
+  }
+  return static_cast<int>(policy_.Pick(ranks, prompt_tokens));
+}
+
+int RankHub::Place(const engine::Request& request) {
+  return Pick(KeysOf(request.prompt), static_cast<int64_t>(request.prompt.size()));
+}
+
+int RankHub::PlacePages(std::span<const engine::BlockKey> keys) {
+  return Pick(keys, static_cast<int64_t>(keys.size()) * options_.page_tokens);
+}
+
+void RankHub::NotePages(int rank, std::span<const engine::BlockKey> keys) {
+  caches_[static_cast<size_t>(rank)].Insert(keys);
+}
+
+void RankHub::ShipPages(int rank, std::string wire, std::vector<engine::BlockKey> keys,
+                        ImportDone on_imported) {
+  const uint64_t id = next_id_++;
+  outbox_[static_cast<size_t>(rank)].pages.push_back({.id = id, .wire = std::move(wire)});
+  imports_.emplace(
+      id,
+      PendingImport{.rank = rank, .keys = std::move(keys), .on_imported = std::move(on_imported)});
 }
 
 std::shared_ptr<RankHub::Work> RankHub::Open(int rank, const engine::Request& request) {
+  NotePages(rank, KeysOf(request.prompt));
   auto work = std::make_shared<Work>();
   work->rank = rank;
   work->prompt = static_cast<int64_t>(request.prompt.size());
@@ -92,6 +131,7 @@ void RankHub::Ship(int rank, engine::Request request, RemoteForm form,
   outbox_[static_cast<size_t>(rank)].requests.push_back(std::move(remote));
   Proxy p;
   p.rank = rank;
+  p.on_pages = std::move(outbox_[static_cast<size_t>(rank)].requests.back().form.on_pages);
   p.work = Open(rank, request);
   p.on_verdict = std::move(on_verdict);
   // The samples as Engine::Add makes them: copies with their own index, prepared by the caller.
@@ -108,10 +148,17 @@ void RankHub::Ship(int rank, engine::Request request, RemoteForm form,
   proxies_.emplace(id, std::move(p));
 }
 
-void RankHub::Deliver(uint64_t id, const engine::RequestOutput& o) {
-  const auto it = proxies_.find(id);
+void RankHub::Deliver(const RemoteOutput& remote) {
+  const auto it = proxies_.find(remote.id);
   if (it == proxies_.end()) return;
   Proxy& p = it->second;
+  const engine::RequestOutput& o = remote.output;
+  if (remote.has_pages && p.on_pages) {
+    StatusOr<engine::PageBundle> pages = remote.pages_status.ok()
+                                             ? engine::DecodeBundle(remote.pages)
+                                             : StatusOr<engine::PageBundle>(remote.pages_status);
+    std::exchange(p.on_pages, nullptr)(std::move(pages));
+  }
   const int64_t i = o.sample_index - p.samples.front().sample_index;
   if (i < 0 || i >= static_cast<int64_t>(p.samples.size()) || p.done[static_cast<size_t>(i)]) {
     return;
@@ -131,6 +178,14 @@ void RankHub::Deliver(uint64_t id, const engine::RequestOutput& o) {
 }
 
 void RankHub::FailRank(int rank, const Status& why) {
+  for (auto it = imports_.begin(); it != imports_.end();) {
+    if (it->second.rank != rank) {
+      ++it;
+      continue;
+    }
+    if (it->second.on_imported) it->second.on_imported(why);
+    it = imports_.erase(it);
+  }
   for (auto it = proxies_.begin(); it != proxies_.end();) {
     Proxy& p = it->second;
     if (p.rank != rank) {
@@ -189,7 +244,17 @@ Status RankHub::Exchange() {
         proxies_.erase(it);
       }
     }
-    for (const RemoteOutput& o : m->outputs) Deliver(o.id, o.output);
+    for (const RemoteOutput& o : m->outputs) Deliver(o);
+    for (const RemoteImport& i : m->imports) {
+      const auto it = imports_.find(i.id);
+      if (it == imports_.end()) continue;
+      if (i.status.ok()) NotePages(it->second.rank, it->second.keys);
+      if (it->second.on_imported) {
+        it->second.on_imported(i.status.ok() ? StatusOr<engine::ImportResult>(i.result)
+                                             : StatusOr<engine::ImportResult>(i.status));
+      }
+      imports_.erase(it);
+    }
   }
   return first;
 }
@@ -205,6 +270,10 @@ void RankHub::Stop() {
 
 void RankHub::CancelAll() {
   for (auto& [id, p] : proxies_) p.samples.front().cancelled->store(true);
+  for (auto& [id, i] : imports_) {
+    if (i.on_imported) i.on_imported(Internal("the instance is shutting down"));
+  }
+  imports_.clear();
 }
 
 std::vector<RankHub::RankView> RankHub::View() const {

@@ -136,8 +136,9 @@ engine::RequestOutput OutputOf(const json& j) {
 }
 
 json SnapshotJson(const RankSnapshot& s) {
-  return {s.running,       s.waiting,        s.kv_pages_used,   s.kv_pages_capacity,
-          s.rows_by_layer, s.exchange_bytes, s.exchange_seconds};
+  return {s.running,           s.waiting,        s.kv_pages_used,
+          s.kv_pages_capacity, s.rows_by_layer,  s.exchange_bytes,
+          s.exchange_seconds,  s.prefix_queries, s.prefix_hits};
 }
 
 RankSnapshot SnapshotOf(const json& j) {
@@ -149,6 +150,8 @@ RankSnapshot SnapshotOf(const json& j) {
   s.rows_by_layer = j.at(4).get<std::vector<int64_t>>();
   s.exchange_bytes = j.at(5).get<int64_t>();
   s.exchange_seconds = j.at(6).get<double>();
+  s.prefix_queries = j.at(7).get<int64_t>();
+  s.prefix_hits = j.at(8).get<int64_t>();
   return s;
 }
 
@@ -182,18 +185,39 @@ std::string EncodeToRank(const ToRank& m) {
                         {"priority", r.priority},
                         {"speculative", r.speculative},
                         {"constraint", r.form.constraint},
-                        {"thinking", r.form.thinking}});
+                        {"thinking", r.form.thinking},
+                        {"export_pages", r.form.export_pages}});
   }
-  return Pack({{"requests", std::move(requests)}, {"cancels", m.cancels}, {"stop", m.stop}});
+  json pages = json::array();
+  for (const RemotePages& p : m.pages) {
+    pages.push_back({p.id, json::binary(std::vector<uint8_t>(p.wire.begin(), p.wire.end()))});
+  }
+  return Pack({{"requests", std::move(requests)},
+               {"cancels", m.cancels},
+               {"pages", std::move(pages)},
+               {"stop", m.stop}});
 }
 
 std::string EncodeFromRank(const FromRank& m) {
   json verdicts = json::array();
   for (const RemoteVerdict& v : m.verdicts) verdicts.push_back({v.id, StatusJson(v.status)});
   json outputs = json::array();
-  for (const RemoteOutput& o : m.outputs) outputs.push_back({o.id, OutputJson(o.output)});
+  for (const RemoteOutput& o : m.outputs) {
+    json one = {o.id, OutputJson(o.output)};
+    if (o.has_pages) {
+      one.push_back(StatusJson(o.pages_status));
+      one.push_back(json::binary(std::vector<uint8_t>(o.pages.begin(), o.pages.end())));
+    }
+    outputs.push_back(std::move(one));
+  }
+  json imports = json::array();
+  for (const RemoteImport& i : m.imports) {
+    imports.push_back(
+        {i.id, StatusJson(i.status), i.result.imported, i.result.cached, i.result.dropped});
+  }
   return Pack({{"verdicts", std::move(verdicts)},
                {"outputs", std::move(outputs)},
+               {"imports", std::move(imports)},
                {"snapshot", SnapshotJson(m.snapshot)}});
 }
 
@@ -210,9 +234,14 @@ StatusOr<ToRank> DecodeToRank(std::string_view bytes) {
       q.speculative = r.at("speculative").get<bool>();
       q.form.constraint = r.at("constraint");
       q.form.thinking = r.at("thinking").get<bool>();
+      q.form.export_pages = r.at("export_pages").get<bool>();
       m.requests.push_back(std::move(q));
     }
     m.cancels = j.at("cancels").get<std::vector<uint64_t>>();
+    for (const json& p : j.at("pages")) {
+      const json::binary_t& bytes = p.at(1).get_binary();
+      m.pages.push_back({.id = p.at(0).get<uint64_t>(), .wire = {bytes.begin(), bytes.end()}});
+    }
     m.stop = j.at("stop").get<bool>();
     return m;
   });
@@ -225,7 +254,21 @@ StatusOr<FromRank> DecodeFromRank(std::string_view bytes) {
       m.verdicts.push_back({.id = v.at(0).get<uint64_t>(), .status = StatusOf(v.at(1))});
     }
     for (const json& o : j.at("outputs")) {
-      m.outputs.push_back({.id = o.at(0).get<uint64_t>(), .output = OutputOf(o.at(1))});
+      RemoteOutput out{.id = o.at(0).get<uint64_t>(), .output = OutputOf(o.at(1))};
+      if (o.size() > 2) {
+        const json::binary_t& bytes = o.at(3).get_binary();
+        out.has_pages = true;
+        out.pages_status = StatusOf(o.at(2));
+        out.pages.assign(bytes.begin(), bytes.end());
+      }
+      m.outputs.push_back(std::move(out));
+    }
+    for (const json& i : j.at("imports")) {
+      m.imports.push_back({.id = i.at(0).get<uint64_t>(),
+                           .status = StatusOf(i.at(1)),
+                           .result = {.imported = i.at(2).get<int64_t>(),
+                                      .cached = i.at(3).get<int64_t>(),
+                                      .dropped = i.at(4).get<int64_t>()}});
     }
     m.snapshot = SnapshotOf(j.at("snapshot"));
     return m;

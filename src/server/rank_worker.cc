@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "api/request_text.h"
+#include "engine/page_handoff.h"
 
 namespace deepinfer::server {
 
@@ -24,8 +25,24 @@ void RankWorker::Add(RemoteRequest remote) {
     outbox_.verdicts.push_back({.id = id, .status = std::move(s)});
     return;
   }
-  r.on_output = [this, id](const engine::RequestOutput& o) {
-    outbox_.outputs.push_back({.id = id, .output = o});
+  const bool export_pages = remote.form.export_pages;
+  r.on_output = [this, id, export_pages, prompt = export_pages ? r.prompt : std::vector<int32_t>()](
+                    const engine::RequestOutput& o) {
+    RemoteOutput out{.id = id, .output = o};
+    if (export_pages && o.finished &&
+        (*o.finished == engine::FinishReason::kLength ||
+         *o.finished == engine::FinishReason::kStop)) {
+      // As rank 0's prefill leg does it: during the delivery, from the prefix cache.
+      StatusOr<engine::PageBundle> pages =
+          options_.engine->ExportPromptPages(prompt, options_.fingerprint);
+      out.has_pages = true;
+      if (pages.ok()) {
+        out.pages = engine::EncodeBundle(*pages);
+      } else {
+        out.pages_status = pages.status();
+      }
+    }
+    outbox_.outputs.push_back(std::move(out));
     if (o.finished && --samples_left_[id] == 0) {
       samples_left_.erase(id);
       live_.erase(id);
@@ -41,12 +58,28 @@ void RankWorker::Add(RemoteRequest remote) {
   outbox_.verdicts.push_back({.id = id, .status = added.status()});
 }
 
+void RankWorker::Import(const RemotePages& pages) {
+  RemoteImport out{.id = pages.id};
+  StatusOr<engine::PageBundle> bundle = engine::DecodeBundle(pages.wire);
+  StatusOr<engine::ImportResult> r =
+      bundle.ok() ? options_.engine->ImportPages(*bundle, options_.fingerprint)
+                  : StatusOr<engine::ImportResult>(bundle.status());
+  if (r.ok()) {
+    out.result = *r;
+  } else {
+    out.status = r.status();
+  }
+  outbox_.imports.push_back(std::move(out));
+}
+
 StatusOr<bool> RankWorker::Exchange() {
   if (options_.describe) outbox_.snapshot = options_.describe();
   const std::vector<std::string> in = options_.exchange({EncodeFromRank(outbox_)});
   outbox_ = FromRank();
   DI_ASSIGN_OR_RETURN(ToRank m, DecodeToRank(in.at(0)));
   if (m.stop) return false;
+  // Pages first: a request of the same exchange for their prompt then finds them.
+  for (const RemotePages& p : m.pages) Import(p);
   for (RemoteRequest& r : m.requests) Add(std::move(r));
   for (const uint64_t id : m.cancels) {
     if (const auto it = live_.find(id); it != live_.end()) it->second->store(true);

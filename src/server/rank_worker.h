@@ -2,9 +2,11 @@
 // Its engine runs the requests rank 0 placed here: each arrives as a RemoteRequest and becomes
 // the engine::Request rank 0's GenerationSession would have made (the grammar compiled from the
 // structured-output fields, the stop strings checked by this rank's own api::RequestText); its
-// verdict and outputs go back at the next exchange. The serving loop (tools/cmd_serve.cc) steps
-// the engine, ends the step with the expert exchange (if any), then calls Exchange: once per
-// step, as rank 0 does.
+// verdict and outputs go back at the next exchange. KV hand-offs rank 0 placed here (a decode
+// instance over ranks, server/pd_handoff.h) are imported between steps, checked against this
+// rank's own fingerprint, and their results go back the same way. The serving loop
+// (tools/cmd_serve.cc) steps the engine, ends the step with the expert exchange (if any), then
+// calls Exchange: once per step, as rank 0 does.
 //
 // Threads: the serving loop's thread only.
 #pragma once
@@ -32,6 +34,7 @@ struct RankWorkerOptions {
   // Swaps one text with rank 0 (dist::MpiWorld::ExchangeWithRoot: one entry out, one in).
   std::function<std::vector<std::string>(const std::vector<std::string>&)> exchange;
   std::function<RankSnapshot()> describe;
+  std::string fingerprint;  // tools/instance_fingerprint.h: what an imported bundle must carry
 };
 
 class RankWorker {
@@ -44,6 +47,7 @@ class RankWorker {
 
  private:
   void Add(RemoteRequest remote);
+  void Import(const RemotePages& pages);
 
   RankWorkerOptions options_;
   FromRank outbox_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "structured/json_schema_keywords.h"
 #include "structured/json_schema_names.h"
 #include "structured/json_schema_negation.h"
+#include "structured/json_schema_unique.h"
 #include "structured/number_ranges.h"
 #include "structured/one_of_check.h"
 #include "structured/regex_converter.h"
@@ -501,7 +503,8 @@ class Converter {
              "dependentRequired", "dependencies", "patternProperties", "propertyNames"})) {
       t.push_back("object");
     }
-    if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) {
+    if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
+             "uniqueItems"})) {
       t.push_back("array");
     }
     if (any({"minLength", "maxLength", "pattern", "format"})) t.push_back("string");
@@ -1037,7 +1040,60 @@ class Converter {
     return "\"[\" " + Define(hint + "_contains", alts) + " \"]\"";
   }
 
+  // uniqueItems over a finite element domain (json_schema_unique.h): rule u<mask> writes the
+  // rest of an array whose written values are `mask`; each alternative writes one more value.
+  StatusOr<std::string> UniqueArray(const Json& s, const std::string& hint, int depth) {
+    const char* why =
+        "JSON Schema keyword 'uniqueItems' is supported over items with a small finite set of "
+        "values (enum, const, boolean, null, an integer range of at most 64), without "
+        "prefixItems or contains";
+    if (s.contains("prefixItems") || s.contains("contains") || !s.contains("items") ||
+        s["items"].is_array()) {
+      return InvalidArgument(why);
+    }
+    DI_ASSIGN_OR_RETURN(Json items, Flatten(s["items"], depth + 1));
+    const std::optional<std::vector<Json>> values = FiniteValues(items);
+    if (!values) return InvalidArgument(why);
+    const auto n = static_cast<int64_t>(values->size());
+    const int64_t max_items =
+        std::min(n, s.contains("maxItems") ? s["maxItems"].get<int64_t>() : n);
+    const int64_t min_items = s.value("minItems", int64_t{0});
+    if (min_items > max_items) {
+      return InvalidArgument("minItems above maxItems (or above the " + std::to_string(n) +
+                             " distinct values uniqueItems allows)");
+    }
+    if (SubsetsUpTo(n, max_items) > kMaxUniqueStates) {
+      return InvalidArgument("uniqueItems over " + std::to_string(n) + " values up to " +
+                             std::to_string(max_items) + " items needs more than " +
+                             std::to_string(kMaxUniqueStates) + " grammar states");
+    }
+    std::vector<std::string> literals;
+    for (const Json& v : *values) literals.push_back(Literal(v));
+    std::map<uint64_t, std::string> rules;  // mask -> rule
+    // Written values are a bitmask over at most 64 values.
+    std::function<std::string(uint64_t, int64_t)> rest = [&](uint64_t mask, int64_t written) {
+      if (const auto it = rules.find(mask); it != rules.end()) return it->second;
+      std::string body;
+      if (written < max_items) {
+        for (int64_t i = 0; i < n; ++i) {
+          const uint64_t bit = uint64_t{1} << i;
+          if ((mask & bit) != 0) continue;
+          body += body.empty() ? "" : " | ";
+          body += (written > 0 ? "comma " : "") + literals[static_cast<size_t>(i)] + " " +
+                  rest(mask | bit, written + 1);
+        }
+      }
+      if (written >= min_items) body += body.empty() ? "\"\"" : " | \"\"";
+      return rules[mask] = Define(hint + "_u", body);
+    };
+    return "\"[\" " + rest(0, 0) + " \"]\"";
+  }
+
   StatusOr<std::string> Array(const Json& s, const std::string& hint, int depth) {
+    if (s.contains("uniqueItems") && !Trivial("uniqueItems", s)) {
+      if (s["uniqueItems"] != Json(true)) return InvalidArgument("'uniqueItems' must be a boolean");
+      return UniqueArray(s, hint, depth);
+    }
     if (s.contains("contains") &&
         !(s.contains("minContains") && s["minContains"] == Json(0) && !s.contains("maxContains"))) {
       return ContainsArray(s, hint, depth);

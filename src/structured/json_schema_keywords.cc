@@ -46,6 +46,7 @@ const std::set<std::string>& Handled() {
                                           "else",
                                           "minContains",
                                           "maxContains",
+                                          "uniqueItems",
                                           "anyOf",
                                           "oneOf",
                                           "allOf",
@@ -54,9 +55,9 @@ const std::set<std::string>& Handled() {
 }
 
 const std::set<std::string>& Unsupported() {
-  static const std::set<std::string> k = {"dependentSchemas",     "uniqueItems", "not",
-                                          "unevaluatedItems",     "$dynamicRef", "$recursiveRef",
-                                          "unevaluatedProperties"};
+  static const std::set<std::string> k = {"dependentSchemas", "not",
+                                          "unevaluatedItems", "$dynamicRef",
+                                          "$recursiveRef",    "unevaluatedProperties"};
   return k;
 }
 
@@ -206,6 +207,8 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
           if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
         }
       }
+    } else if (k == "uniqueItems" && out[k].is_boolean() && it.value().is_boolean()) {
+      out[k] = out[k].get<bool>() || it.value().get<bool>();  // both apply
     } else if (k == "additionalProperties") {
       // Both apply: false wins, two schemas are both required of an extra property.
       if (out[k] == Json(false) || it.value() == Json(false)) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "dist/policy.h"
 #include "router/router.h"
 #include "tools/cli.h"
 #include "tools/engine_setup.h"
@@ -31,7 +32,7 @@ Status RunRoute(RouteArgs& a) {
     if (const char* env = std::getenv("DEEPINFER_API_KEY")) o.http.api_key = env;
   }
   DI_ASSIGN_OR_RETURN(o.http.max_body_bytes, ParseBytes(a.max_body));
-  o.policy = *router::ParsePolicyKind(a.policy);  // checked by CLI11
+  o.policy = *dist::ParsePolicyKind(a.policy);  // checked by CLI11
   o.health_check.interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(a.health_interval_s));
   const bool auth = !o.http.api_key.empty();

@@ -50,11 +50,6 @@ StatusOr<std::unique_ptr<server::PdEndpoint>> MakePdEndpoint(const ServeArgs& a,
                                                              server::EngineLoop* loop,
                                                              const std::string& fingerprint) {
   if (a.role == "both" && a.pd_port < 0) return std::unique_ptr<server::PdEndpoint>();
-  if (dist::MpiWorld::Instance().distributed()) {
-    return InvalidArgument(
-        "--role prefill|decode and --pd-port run on single-process instances (one rank) for "
-        "now; the router spreads work over several instances");
-  }
   int port = a.pd_port;
   if (a.role == "decode" && port < 0) port = 0;
   if (a.role == "prefill") port = -1;
@@ -108,6 +103,8 @@ server::RankSnapshot DescribeRank(const LoadedEngine& e) {
   r.waiting = stats.waiting;
   r.kv_pages_used = stats.kv.used;
   r.kv_pages_capacity = stats.kv.capacity;
+  r.prefix_queries = stats.kv.prefix_queries;
+  r.prefix_hits = stats.kv.prefix_hits;
   if (e.experts) {
     const dist::ExpertParallelStats& ep = e.experts->stats();
     r.rows_by_layer = ep.rows_by_layer;
@@ -120,7 +117,7 @@ server::RankSnapshot DescribeRank(const LoadedEngine& e) {
 // A rank other than 0 of a server over MPI ranks: no HTTP; its engine runs the requests rank 0
 // places here (server/rank_worker.h). Every step ends with the expert exchange (expert parallel)
 // and the exchange with rank 0, as rank 0's steps do, until rank 0 stops.
-Status ServeRank(LoadedEngine& e) {
+Status ServeRank(LoadedEngine& e, const std::string& fingerprint) {
   std::signal(SIGTERM, SIG_IGN);  // rank 0 drains, then ends the rounds
   std::signal(SIGINT, SIG_IGN);
   const dist::MpiWorld& world = dist::MpiWorld::Instance();
@@ -130,7 +127,8 @@ Status ServeRank(LoadedEngine& e) {
        .structured = e.structured.get(),
        .exchange =
            [&world](const std::vector<std::string>& out) { return world.ExchangeWithRoot(out); },
-       .describe = [&e] { return DescribeRank(e); }});
+       .describe = [&e] { return DescribeRank(e); },
+       .fingerprint = fingerprint});
   for (;;) {
     if (!e.engine->idle()) {
       if (Status s = e.engine->Step(); !s.ok()) {
@@ -156,7 +154,8 @@ Status RunServe(ServeArgs& a) {
   DescribeModel(a.model_dir);
   std::fprintf(stderr, "deepinfer serve: loading %s\n", a.model_dir.c_str());
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
-  if (world.rank() != 0) return ServeRank(e);
+  DI_ASSIGN_OR_RETURN(const std::string fingerprint, InstanceFingerprint(a.model_dir, e, a.engine));
+  if (world.rank() != 0) return ServeRank(e, fingerprint);
   std::unique_ptr<server::RankHub> hub;
   if (world.distributed()) {
     hub = std::make_unique<server::RankHub>(server::RankHubOptions{
@@ -164,7 +163,10 @@ Status RunServe(ServeArgs& a) {
         .max_context = e.runner->max_positions(),
         .exchange =
             [&world](const std::vector<std::string>& out) { return world.ExchangeWithRoot(out); },
-        .describe = [&e] { return DescribeRank(e); }});
+        .describe = [&e] { return DescribeRank(e); },
+        .page_tokens = e.runner->page_tokens(),
+        .prompt_sensitive = e.runner->prompt_sensitive(),
+        .cache_blocks = e.engine->stats().kv.capacity});
   }
   // However rank 0 leaves (a start-up error, a bind failure, a stop), the other ranks' serving
   // loops end, once: the expert exchange's Stop round, or the hub's stop message.
@@ -207,7 +209,7 @@ Status RunServe(ServeArgs& a) {
   ctx.eos_id = e.runner->eos_token_id();
   ctx.created = static_cast<int64_t>(std::time(nullptr));
   ctx.structured = e.structured.get();  // null: requests with structured outputs get 400
-  DI_ASSIGN_OR_RETURN(ctx.fingerprint, InstanceFingerprint(a.model_dir, e, a.engine));
+  ctx.fingerprint = fingerprint;
   ctx.role = a.role;
   ctx.page_tokens = e.runner->page_tokens();
   ctx.prompt_sensitive = e.runner->prompt_sensitive();

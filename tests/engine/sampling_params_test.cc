@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/sampling/sampling_params.h"
 
 namespace deepinfer::engine {

@@ -42,7 +42,7 @@ RequestFacts Prompt(int n_tokens, int32_t first, int64_t output = 16) {
 
 TEST(WorkerPool, SharedPrefixStaysOnItsWorker) {
   Fixture fx(3);
-  WorkerPool pool(fx.workers, PolicyKind::kCacheAware, {});
+  WorkerPool pool(fx.workers, dist::PolicyKind::kCacheAware, {});
   const RequestFacts first = Prompt(40, 0);  // 5 full pages of 8
   std::optional<Choice> c = pool.Choose(first);
   ASSERT_TRUE(c);
@@ -74,7 +74,7 @@ TEST(WorkerPool, SharedPrefixStaysOnItsWorker) {
 
 TEST(WorkerPool, LeaseCountsInFlightTokens) {
   Fixture fx(2);
-  WorkerPool pool(fx.workers, PolicyKind::kCacheAware, {});
+  WorkerPool pool(fx.workers, dist::PolicyKind::kCacheAware, {});
   const RequestFacts f = Prompt(16, 0, 100);
   std::optional<Choice> c = pool.Choose(f);
   ASSERT_TRUE(c);
@@ -89,7 +89,7 @@ TEST(WorkerPool, LeaseCountsInFlightTokens) {
 
 TEST(WorkerPool, AHolderKeepsItsPrefixUntilTheLoadIsUneven) {
   Fixture fx(2);
-  WorkerPool pool(fx.workers, PolicyKind::kCacheAware, {});
+  WorkerPool pool(fx.workers, dist::PolicyKind::kCacheAware, {});
   const RequestFacts f = Prompt(64, 0);
   std::optional<Choice> c = pool.Choose(f);
   Worker* holder = c->worker;
@@ -110,7 +110,7 @@ TEST(WorkerPool, AHolderKeepsItsPrefixUntilTheLoadIsUneven) {
 
 TEST(WorkerPool, InFlightPromptTokensCountUntilTheFirstAnswerBytes) {
   Fixture fx(1);
-  WorkerPool pool(fx.workers, PolicyKind::kCacheAware, {});
+  WorkerPool pool(fx.workers, dist::PolicyKind::kCacheAware, {});
   const RequestFacts f = Prompt(128, 0);
   std::optional<Choice> c = pool.Choose(f);
   Lease lease = WorkerPool::Dispatch(*c, f.prompt_tokens, f.work_tokens);
@@ -123,7 +123,7 @@ TEST(WorkerPool, InFlightPromptTokensCountUntilTheFirstAnswerBytes) {
 
 TEST(WorkerPool, SkipsUnroutableAndExcludedWorkers) {
   Fixture fx(3);
-  WorkerPool pool(fx.workers, PolicyKind::kRoundRobin, {});
+  WorkerPool pool(fx.workers, dist::PolicyKind::kRoundRobin, {});
   fx.workers[0]->SetRefused(true);
   for (int i = 0; i < 3; ++i) fx.workers[1]->RecordProbe(false);
   EXPECT_EQ(pool.CountRoutable(), 1);
@@ -135,14 +135,14 @@ TEST(WorkerPool, SkipsUnroutableAndExcludedWorkers) {
 
 TEST(WorkerPool, CacheAwareFallsBackWithoutPagesOrTokens) {
   Fixture unknown_pages(2, /*page_tokens=*/0);
-  WorkerPool pool(unknown_pages.workers, PolicyKind::kCacheAware, {});
+  WorkerPool pool(unknown_pages.workers, dist::PolicyKind::kCacheAware, {});
   std::optional<Choice> c = pool.Choose(Prompt(40, 0));
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->fell_back);
   EXPECT_TRUE(c->keys.empty());
 
   Fixture fx(2);
-  WorkerPool known(fx.workers, PolicyKind::kCacheAware, {});
+  WorkerPool known(fx.workers, dist::PolicyKind::kCacheAware, {});
   RequestFacts untokenized;
   untokenized.prompt_tokens = 100;
   untokenized.work_tokens = 200;
@@ -154,7 +154,7 @@ TEST(WorkerPool, CacheAwareFallsBackWithoutPagesOrTokens) {
 
 TEST(WorkerPool, OtherPoliciesStillListTheKeys) {
   Fixture fx(2);
-  WorkerPool pool(fx.workers, PolicyKind::kPowerOfTwo, {.seed = 1});
+  WorkerPool pool(fx.workers, dist::PolicyKind::kPowerOfTwo, {.seed = 1});
   const RequestFacts f = Prompt(24, 0);
   std::optional<Choice> c = pool.Choose(f);
   ASSERT_TRUE(c);

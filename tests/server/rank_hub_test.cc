@@ -2,7 +2,9 @@
 // bit for bit, and a RankHub whose exchange is answered in-process places requests by tokens of
 // work, replays a remote request's outputs through its callbacks as the engine would (stop check
 // per token, then on_output, n > 1 routed per sample), ships cancels once, and fails the requests
-// of a rank whose reply is malformed.
+// of a rank whose reply is malformed; with prefix affinity it places a prompt where its pages are
+// thought to be, KV hand-offs land on a rank and their results come back once, and a prefill
+// leg's pages exported on another rank reach rank 0 before its last output.
 #include "server/rank_hub.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/kv_cache_manager.h"
+#include "engine/page_handoff.h"
 #include "server/rank_wire.h"
 
 namespace deepinfer::server {
@@ -55,8 +59,11 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   r.speculative = false;
   r.form.constraint = {{"regex", "[a-z]+"}};
   r.form.thinking = true;
+  r.form.export_pages = true;
   to.requests.push_back(r);
   to.cancels = {4, 5};
+  const std::string wire("DIKV\0\xff bytes", 12);
+  to.pages.push_back({.id = 9, .wire = wire});
   StatusOr<ToRank> back = DecodeToRank(EncodeToRank(to));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->requests.size(), 1u);
@@ -86,7 +93,11 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   EXPECT_FALSE(b.speculative);
   EXPECT_EQ(b.form.constraint, r.form.constraint);
   EXPECT_TRUE(b.form.thinking);
+  EXPECT_TRUE(b.form.export_pages);
   EXPECT_EQ(back->cancels, to.cancels);
+  ASSERT_EQ(back->pages.size(), 1u);
+  EXPECT_EQ(back->pages[0].id, 9u);
+  EXPECT_EQ(back->pages[0].wire, wire);
   EXPECT_FALSE(back->stop);
 
   FromRank from;
@@ -100,10 +111,24 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   o.samples.push_back({.token = 42, .logprob = odd, .top = {{42, odd}, {7, -9.25f}}});
   o.prompt_logprobs.push_back({.token = 2, .logprob = -1.5f, .top = {}});
   from.outputs.push_back({.id = 7, .output = o});
+  from.outputs.push_back({.id = 8,
+                          .output = Output(0, {1}, 1, engine::FinishReason::kLength),
+                          .has_pages = true,
+                          .pages_status = Status::Ok(),
+                          .pages = wire});
+  from.outputs.push_back({.id = 10,
+                          .output = Output(0, {1}, 1, engine::FinishReason::kLength),
+                          .has_pages = true,
+                          .pages_status = NotFound("no pages"),
+                          .pages = ""});
+  from.imports.push_back({.id = 9, .status = Status::Ok(), .result = {3, 2, 1}});
+  from.imports.push_back({.id = 11, .status = DataLoss("page 2 fails its checksum"), .result = {}});
   from.snapshot = {.running = 2,
                    .waiting = 1,
                    .kv_pages_used = 10,
                    .kv_pages_capacity = 64,
+                   .prefix_queries = 12,
+                   .prefix_hits = 5,
                    .rows_by_layer = {5, 6},
                    .exchange_bytes = 999,
                    .exchange_seconds = 0.125};
@@ -124,8 +149,23 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   EXPECT_EQ(std::bit_cast<uint32_t>(ob.samples[0].top[0].logprob), std::bit_cast<uint32_t>(odd));
   EXPECT_EQ(ob.samples[0].top[1].token, 7);
   EXPECT_EQ(ob.prompt_logprobs[0].logprob, -1.5f);
+  EXPECT_FALSE(fb->outputs[0].has_pages);
+  ASSERT_EQ(fb->outputs.size(), 3u);
+  EXPECT_TRUE(fb->outputs[1].has_pages);
+  EXPECT_EQ(fb->outputs[1].pages, wire);
+  EXPECT_TRUE(fb->outputs[2].has_pages);
+  EXPECT_EQ(fb->outputs[2].pages_status.message(), "no pages");
+  ASSERT_EQ(fb->imports.size(), 2u);
+  EXPECT_EQ(fb->imports[0].id, 9u);
+  EXPECT_TRUE(fb->imports[0].status.ok());
+  EXPECT_EQ(fb->imports[0].result.imported, 3);
+  EXPECT_EQ(fb->imports[0].result.cached, 2);
+  EXPECT_EQ(fb->imports[0].result.dropped, 1);
+  EXPECT_EQ(fb->imports[1].status.code(), StatusCode::kDataLoss);
   EXPECT_EQ(fb->snapshot.rows_by_layer, from.snapshot.rows_by_layer);
   EXPECT_EQ(fb->snapshot.exchange_seconds, 0.125);
+  EXPECT_EQ(fb->snapshot.prefix_queries, 12);
+  EXPECT_EQ(fb->snapshot.prefix_hits, 5);
 }
 
 TEST(RankWire, MalformedBytesAreDataLoss) {
@@ -139,8 +179,11 @@ TEST(RankWire, MalformedBytesAreDataLoss) {
   EXPECT_EQ(DecodeFromRank(bytes).status().code(), StatusCode::kDataLoss);
 }
 
-// A hub over three ranks whose exchange is answered by `reply` (per rank: the FromRank bytes).
+// A hub over three ranks whose exchange is answered by `reply` (per rank: the FromRank bytes);
+// `page_tokens` > 0 turns on prefix affinity (pages of that many tokens, 64 keys per rank).
 struct Harness {
+  explicit Harness(int64_t page_tokens = 0) : page_tokens_(page_tokens) {}
+  int64_t page_tokens_;
   std::vector<ToRank> received;  // what the last exchange sent each rank
   std::vector<std::string> reply = std::vector<std::string>(3, EncodeFromRank(FromRank()));
   RankHub hub{RankHubOptions{.n_ranks = 3,
@@ -155,7 +198,11 @@ struct Harness {
                                    reply.assign(3, EncodeFromRank(FromRank()));
                                    return in;
                                  },
-                             .describe = {}}};
+                             .describe = {},
+                             .page_tokens = page_tokens_,
+                             .prompt_sensitive = false,
+                             .cache_blocks = 64,
+                             .placement = {.balance_abs_tokens = 64}}};
 };
 
 engine::Request RequestOf(size_t prompt, int64_t max_tokens, int n = 1) {
@@ -284,6 +331,159 @@ TEST(RankHub, RefusalsAndMalformedRepliesFinishTheRequestsOnce) {
   EXPECT_EQ(h.hub.View()[2].work, 0);
   ASSERT_TRUE(h.hub.Exchange().ok());  // nothing left to fail twice
   EXPECT_EQ(outputs, 1);
+}
+
+std::vector<int32_t> Counting(int n, int32_t first) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back(first + i);
+  return t;
+}
+
+TEST(RankHub, PlacesAPromptWhereItsPagesAreUnlessTheLoadIsUneven) {
+  Harness h(/*page_tokens=*/4);
+  engine::Request shared = RequestOf(0, 2);
+  shared.prompt = Counting(40, 100);  // ten full pages
+  h.hub.Ship(2, shared, {}, {});      // rank 2: 40 + 2 tokens of work, and the pages
+  engine::Request again = shared;
+  again.prompt.push_back(7);  // the same 40 tokens and one more
+  // Rank 2 holds 40 of its 41 tokens (at least half): it gets the request although idle ranks
+  // would add less work.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(h.hub.Place(again), 2);
+  // A prompt sharing nothing goes by work: never to the busy rank 2.
+  engine::Request other = RequestOf(0, 2);
+  other.prompt = Counting(40, 500);
+  for (int i = 0; i < 3; ++i) EXPECT_NE(h.hub.Place(other), 2);
+  // Uneven load (rank 2 more than 64 tokens above the least loaded and 1.5x it): the least loaded
+  // rank, whatever rank 2 holds.
+  h.hub.Ship(2, RequestOf(50, 60), {}, {});  // 100 more on rank 2
+  h.hub.Ship(1, RequestOf(3, 2), {}, {});    // 5 on rank 1
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(h.hub.Place(again), 0);
+  // Without affinity the pages count for nothing: the least work.
+  Harness plain;
+  plain.hub.Ship(2, shared, {}, {});
+  for (int i = 0; i < 3; ++i) EXPECT_NE(plain.hub.Place(again), 2);
+}
+
+TEST(RankHub, HandOffsLandOnARankAndTheirResultsComeBackOnce) {
+  Harness h(/*page_tokens=*/4);
+  std::vector<engine::BlockKey> keys;
+  engine::AppendBlockKeys(Counting(16, 3), 16, 4, false, &keys);
+  ASSERT_EQ(keys.size(), 4u);
+  // Nobody holds them: the least loaded rank, the lowest on a tie; then the holder.
+  h.hub.Ship(1, RequestOf(2, 2), {}, {});
+  engine::Request local = RequestOf(2, 2);
+  h.hub.TrackLocal(&local);
+  EXPECT_EQ(h.hub.PlacePages(keys), 2);
+  std::vector<StatusOr<engine::ImportResult>> results;
+  h.hub.ShipPages(2, "bundle bytes", keys,
+                  [&results](const StatusOr<engine::ImportResult>& r) { results.push_back(r); });
+  EXPECT_TRUE(h.hub.busy());
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  ASSERT_EQ(h.received[2].pages.size(), 1u);
+  EXPECT_EQ(h.received[2].pages[0].wire, "bundle bytes");
+  EXPECT_TRUE(results.empty());
+  FromRank m;
+  m.imports.push_back(
+      {.id = h.received[2].pages[0].id, .status = Status::Ok(), .result = {4, 0, 0}});
+  m.imports.push_back({.id = 999, .status = Status::Ok(), .result = {}});  // unknown: ignored
+  h.reply[2] = EncodeFromRank(m);
+  FromRank done;  // rank 1's request ends, so nothing is left in flight
+  done.verdicts.push_back({.id = h.received[1].requests.at(0).id, .status = Status::Ok()});
+  done.outputs.push_back({.id = h.received[1].requests.at(0).id,
+                          .output = Output(0, {1}, 1, engine::FinishReason::kStop)});
+  h.reply[1] = EncodeFromRank(done);
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].ok());
+  EXPECT_EQ(results[0]->imported, 4);
+  EXPECT_FALSE(h.hub.busy());
+  // The request for that prompt follows its pages; so does the next hand-off of the same chain.
+  engine::Request follow = RequestOf(0, 2);
+  follow.prompt = Counting(17, 3);
+  EXPECT_EQ(h.hub.Place(follow), 2);
+  EXPECT_EQ(h.hub.PlacePages(keys), 2);
+
+  // A refused bundle is answered with the rank's reason; a rank whose reply is malformed fails
+  // its pending hand-off; a stop fails what is still pending. Each callback runs once.
+  results.clear();
+  h.hub.ShipPages(1, "a", keys, [&results](const auto& r) { results.push_back(r); });
+  h.hub.ShipPages(2, "b", keys, [&results](const auto& r) { results.push_back(r); });
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  m = FromRank();
+  m.imports.push_back(
+      {.id = h.received[2].pages[0].id, .status = DataLoss("page 1 of 4 fails its checksum")});
+  h.reply[2] = EncodeFromRank(m);
+  h.reply[1] = "garbage";
+  EXPECT_EQ(h.hub.Exchange().code(), StatusCode::kDataLoss);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status().code(), StatusCode::kDataLoss);  // rank 1's reply
+  EXPECT_NE(results[0].status().message().find("malformed"), std::string::npos);
+  EXPECT_NE(results[1].status().message().find("checksum"), std::string::npos);
+  h.hub.ShipPages(2, "c", keys, [&results](const auto& r) { results.push_back(r); });
+  h.hub.CancelAll();
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_FALSE(results[2].ok());
+  EXPECT_FALSE(h.hub.busy());
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  EXPECT_EQ(results.size(), 3u);
+}
+
+TEST(RankHub, PagesExportedOnAnotherRankArriveBeforeTheLastOutput) {
+  Harness h;
+  engine::Request leg = RequestOf(8, 1);
+  std::vector<std::string> log;
+  leg.on_output = [&log](const engine::RequestOutput& o) {
+    log.push_back(o.finished ? "last output" : "output");
+  };
+  RemoteForm form;
+  form.export_pages = true;
+  form.on_pages = [&log](StatusOr<engine::PageBundle> pages) {
+    log.push_back(pages.ok()
+                      ? "pages:" + std::to_string(pages->blocks.size()) + ":" + pages->fingerprint
+                      : "no pages: " + pages.status().message());
+  };
+  h.hub.Ship(1, leg, std::move(form), {});
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  ASSERT_EQ(h.received[1].requests.size(), 1u);
+  EXPECT_TRUE(h.received[1].requests[0].form.export_pages);
+  const uint64_t id = h.received[1].requests[0].id;
+  engine::PageBundle bundle;
+  bundle.fingerprint = "fp";
+  bundle.page_tokens = 4;
+  bundle.page_bytes = 3;
+  bundle.blocks.push_back({.key = {1, 2}, .checksum = engine::PageChecksum("abc"), .bytes = "abc"});
+  FromRank m;
+  m.verdicts.push_back({.id = id, .status = Status::Ok()});
+  m.outputs.push_back({.id = id,
+                       .output = Output(0, {5}, 1, engine::FinishReason::kLength),
+                       .has_pages = true,
+                       .pages_status = Status::Ok(),
+                       .pages = engine::EncodeBundle(bundle)});
+  h.reply[1] = EncodeFromRank(m);
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  EXPECT_EQ(log, (std::vector<std::string>{"pages:1:fp", "last output"}));
+
+  // The rank could not export: the leg hears why, still before its last output.
+  log.clear();
+  RemoteForm form2;
+  form2.export_pages = true;
+  form2.on_pages = [&log](StatusOr<engine::PageBundle> pages) {
+    log.push_back(pages.ok() ? "pages" : "no pages: " + pages.status().message());
+  };
+  h.hub.Ship(2, leg, std::move(form2), {});
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  const uint64_t id2 = h.received[2].requests[0].id;
+  m = FromRank();
+  m.verdicts.push_back({.id = id2, .status = Status::Ok()});
+  m.outputs.push_back({.id = id2,
+                       .output = Output(0, {5}, 1, engine::FinishReason::kStop),
+                       .has_pages = true,
+                       .pages_status = NotFound("the prompt's pages were evicted"),
+                       .pages = ""});
+  h.reply[2] = EncodeFromRank(m);
+  ASSERT_TRUE(h.hub.Exchange().ok());
+  EXPECT_EQ(log,
+            (std::vector<std::string>{"no pages: the prompt's pages were evicted", "last output"}));
 }
 
 }  // namespace

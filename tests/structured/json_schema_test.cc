@@ -2,6 +2,7 @@
 
 #include "structured/ebnf_parser.h"
 #include "structured/json_schema_converter.h"
+#include "structured/json_schema_unique.h"
 #include "structured/schema_resources.h"
 #include "test_util.h"
 
@@ -84,7 +85,13 @@ TEST(JsonSchema, RefsAnyOfAllOfAndEnum) {
 
 TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
   const std::vector<std::pair<const char*, const char*>> cases = {
-      {R"({"type": "array", "uniqueItems": true})", "'uniqueItems' is not supported"},
+      {R"({"type": "array", "uniqueItems": true})", "'uniqueItems' is supported over items with"},
+      {R"({"type": "array", "items": {"type": "string"}, "uniqueItems": true})",
+       "a small finite set of values"},
+      {R"({"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": true, "minItems": 3})",
+       "the 2 distinct values uniqueItems allows"},
+      {R"({"items": {"type": "integer", "minimum": 0, "maximum": 40}, "uniqueItems": true})",
+       "grammar states"},
       {R"({"type": "number", "multipleOf": 0.5})", "'multipleOf' is supported for integers"},
       {R"({"type": "integer", "multipleOf": 3, "maximum": 9})", "together with minimum/maximum"},
       {R"({"patternProperties": {"^a": {}}, "additionalProperties": true})",
@@ -350,6 +357,71 @@ TEST(JsonSchema, ContainsCountsTheMatchingElements) {
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "array", "contains": false})").ok());
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"const": 1}, "maxItems": 4})").ok());
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"pattern": "a"}, "maxContains": 1})").ok());
+}
+
+TEST(JsonSchema, UniqueItemsOverAFiniteDomainNeverRepeatsAValue) {
+  auto colors = Schema(R"({"type": "array", "items": {"enum": ["red", "green", "blue"]},
+      "uniqueItems": true, "minItems": 1})");
+  ASSERT_NE(colors, nullptr);
+  for (const char* ok : {R"(["red"])", R"(["blue","red"])", R"(["green","blue","red"])"})
+    EXPECT_TRUE(FullMatch(colors, ok)) << ok;
+  for (const char* bad : {"[]", R"(["red","red"])", R"(["red","green","red"])",
+                          R"(["red","green","blue","red"])", R"(["pink"])"})
+    EXPECT_FALSE(FullMatch(colors, bad)) << bad;
+  // An enum behind a $ref (pydantic's Set[SomeEnum]); booleans without a type beside them.
+  auto ref = Schema(R"({"$defs": {"C": {"enum": ["a", "b"]}}, "type": "array",
+      "items": {"$ref": "#/$defs/C"}, "uniqueItems": true})");
+  ASSERT_NE(ref, nullptr);
+  for (const char* ok : {"[]", R"(["a","b"])", R"(["b"])"}) EXPECT_TRUE(FullMatch(ref, ok)) << ok;
+  EXPECT_FALSE(FullMatch(ref, R"(["b","b"])"));
+  auto flags = Schema(R"({"items": {"type": "boolean"}, "uniqueItems": true})");
+  ASSERT_NE(flags, nullptr);
+  for (const char* ok : {"[true,false]", "[false]", "\"not an array\""})
+    EXPECT_TRUE(FullMatch(flags, ok)) << ok;
+  EXPECT_FALSE(FullMatch(flags, "[true,true]"));
+  // A bounded integer range with maxItems; equal numbers (1 and 1.0) are one value.
+  auto ints = Schema(R"({"type": "array", "items": {"type": "integer", "minimum": 1,
+      "maximum": 3}, "uniqueItems": true, "maxItems": 2})");
+  ASSERT_NE(ints, nullptr);
+  for (const char* ok : {"[1,3]", "[2]", "[]"}) EXPECT_TRUE(FullMatch(ints, ok)) << ok;
+  for (const char* bad : {"[1,1]", "[1,2,3]", "[0]", "[4]"})
+    EXPECT_FALSE(FullMatch(ints, bad)) << bad;
+  auto same = Schema(R"({"type": "array", "items": {"enum": [1, 1.0, 2]}, "uniqueItems": true})");
+  ASSERT_NE(same, nullptr);
+  EXPECT_TRUE(FullMatch(same, "[2,1]"));
+  EXPECT_FALSE(FullMatch(same, "[1,1]"));
+  EXPECT_FALSE(FullMatch(same, "[1.0,1]"));
+  // allOf: uniqueItems on one side, the items on the other.
+  auto merged = Schema(R"({"allOf": [{"type": "array", "items": {"enum": [1, 2]}},
+      {"uniqueItems": true}]})");
+  ASSERT_NE(merged, nullptr);
+  EXPECT_TRUE(FullMatch(merged, "[1,2]"));
+  EXPECT_FALSE(FullMatch(merged, "[2,2]"));
+}
+
+TEST(JsonSchema, UniqueItemsDomainsAndStateCounts) {
+  using json = Json;
+  EXPECT_EQ(SubsetsUpTo(4, 2), 1 + 4 + 6);
+  EXPECT_EQ(SubsetsUpTo(3, 9), 8);
+  EXPECT_EQ(SubsetsUpTo(12, 12), 4096);
+  EXPECT_EQ(SubsetsUpTo(13, 13), kMaxUniqueStates + 1);
+  EXPECT_EQ(SubsetsUpTo(64, 2), 1 + 64 + 2016);
+  EXPECT_EQ(FiniteValues(json::parse(R"({"enum": ["b", "a", "b", 1, 1.0]})")),
+            (std::vector<json>{"b", "a", 1}));
+  // The enum filtered by the type and bounds beside it; exclusive integer bounds.
+  EXPECT_EQ(FiniteValues(json::parse(R"({"type": "integer", "enum": [0, 2, 2.5, "x", 9],
+      "maximum": 5})")),
+            (std::vector<json>{0, 2}));
+  EXPECT_EQ(FiniteValues(json::parse(R"({"type": "integer", "exclusiveMinimum": 0.5,
+      "exclusiveMaximum": 3})")),
+            (std::vector<json>{1, 2}));
+  EXPECT_EQ(FiniteValues(json::parse(R"({"type": ["null", "boolean"], "title": "t"})")),
+            (std::vector<json>{nullptr, false, true}));
+  for (const char* open : {R"({"type": "string"})", R"({"type": "integer", "minimum": 0})",
+                           R"({"enum": ["a"], "pattern": "a"})", R"({})",
+                           R"({"type": "integer", "minimum": 0, "maximum": 64})"}) {
+    EXPECT_FALSE(FiniteValues(json::parse(open)).has_value()) << open;
+  }
 }
 
 TEST(JsonSchema, NotOfConstAndEnumScalars) {

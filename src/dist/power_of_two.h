@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <random>
 
-#include "router/policy.h"
+#include "dist/policy.h"
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 
 class PowerOfTwo : public Policy {
  public:
@@ -19,4 +19,4 @@ class PowerOfTwo : public Policy {
   std::mt19937_64 rng_;
 };
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

@@ -1,6 +1,6 @@
 // BlockKeyCache: leading-run matches, LRU order and capacity, and that the keys the router lists
 // are the engine's own (ChainBlockKey over full prompt blocks).
-#include "router/block_key_cache.h"
+#include "engine/block_key_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -10,14 +10,13 @@
 
 #include "engine/kv_cache_manager.h"
 
-namespace deepinfer::router {
+namespace deepinfer::engine {
 namespace {
 
-std::vector<engine::BlockKey> KeysOf(const std::vector<int32_t>& prompt, int64_t page,
-                                     bool prompt_sensitive) {
-  std::vector<engine::BlockKey> keys;
-  engine::AppendBlockKeys(prompt, static_cast<int64_t>(prompt.size()), page, prompt_sensitive,
-                          &keys);
+std::vector<BlockKey> KeysOf(const std::vector<int32_t>& prompt, int64_t page,
+                             bool prompt_sensitive) {
+  std::vector<BlockKey> keys;
+  AppendBlockKeys(prompt, static_cast<int64_t>(prompt.size()), page, prompt_sensitive, &keys);
   return keys;
 }
 
@@ -29,7 +28,7 @@ std::vector<int32_t> Tokens(int n, int32_t first) {
 
 TEST(BlockKeyCache, MatchesTheLeadingRunOnly) {
   BlockKeyCache cache(100);
-  const std::vector<engine::BlockKey> a = KeysOf(Tokens(40, 0), 8, false);  // 5 blocks
+  const std::vector<BlockKey> a = KeysOf(Tokens(40, 0), 8, false);  // 5 blocks
   ASSERT_EQ(a.size(), 5u);
   EXPECT_EQ(cache.MatchedBlocks(a), 0);
   cache.Insert(std::span(a).first(3));
@@ -37,7 +36,7 @@ TEST(BlockKeyCache, MatchesTheLeadingRunOnly) {
   // Same first 2 blocks, then other tokens: the chain diverges at block 2.
   std::vector<int32_t> other = Tokens(40, 0);
   other[20] = 999;
-  const std::vector<engine::BlockKey> b = KeysOf(other, 8, false);
+  const std::vector<BlockKey> b = KeysOf(other, 8, false);
   EXPECT_EQ(cache.MatchedBlocks(b), 2);
   // A later key present without its predecessors does not count (keys name whole prefixes).
   BlockKeyCache tail(100);
@@ -48,8 +47,8 @@ TEST(BlockKeyCache, MatchesTheLeadingRunOnly) {
 
 TEST(BlockKeyCache, MatchingNeverMutates) {
   BlockKeyCache cache(2);
-  const std::vector<engine::BlockKey> a = KeysOf(Tokens(16, 0), 8, false);
-  const std::vector<engine::BlockKey> b = KeysOf(Tokens(8, 100), 8, false);
+  const std::vector<BlockKey> a = KeysOf(Tokens(16, 0), 8, false);
+  const std::vector<BlockKey> b = KeysOf(Tokens(8, 100), 8, false);
   cache.Insert(a);                       // a0, a1
   EXPECT_EQ(cache.MatchedBlocks(a), 2);  // a match must not refresh a0 ...
   cache.Insert(b);                       // ... so b evicts a0, the least recently inserted
@@ -60,9 +59,9 @@ TEST(BlockKeyCache, MatchingNeverMutates) {
 
 TEST(BlockKeyCache, LruEvictionAndRefresh) {
   BlockKeyCache cache(4);
-  const std::vector<engine::BlockKey> a = KeysOf(Tokens(16, 0), 8, false);    // 2 keys
-  const std::vector<engine::BlockKey> b = KeysOf(Tokens(16, 100), 8, false);  // 2 keys
-  const std::vector<engine::BlockKey> c = KeysOf(Tokens(16, 200), 8, false);  // 2 keys
+  const std::vector<BlockKey> a = KeysOf(Tokens(16, 0), 8, false);    // 2 keys
+  const std::vector<BlockKey> b = KeysOf(Tokens(16, 100), 8, false);  // 2 keys
+  const std::vector<BlockKey> c = KeysOf(Tokens(16, 200), 8, false);  // 2 keys
   cache.Insert(a);
   cache.Insert(b);
   cache.Insert(a);  // refresh: b is now the least recently used
@@ -91,11 +90,11 @@ TEST(BlockKeyCache, ZeroCapacityHoldsNothing) {
 TEST(BlockKeyCache, KeysAreTheEnginesChainOverFullPromptBlocks) {
   const std::vector<int32_t> prompt = Tokens(21, 7);  // 2 full blocks of 8 + 5 tokens
   for (const bool sensitive : {false, true}) {
-    const std::vector<engine::BlockKey> keys = KeysOf(prompt, 8, sensitive);
+    const std::vector<BlockKey> keys = KeysOf(prompt, 8, sensitive);
     ASSERT_EQ(keys.size(), 2u);
-    std::optional<engine::BlockKey> parent;
+    std::optional<BlockKey> parent;
     for (size_t b = 0; b < 2; ++b) {
-      const engine::BlockKey k =
+      const BlockKey k =
           engine::ChainBlockKey(parent, std::span(prompt).subspan(b * 8, 8), sensitive ? 8 : -1);
       EXPECT_EQ(keys[b], k) << "block " << b << " sensitive " << sensitive;
       parent = k;
@@ -105,4 +104,4 @@ TEST(BlockKeyCache, KeysAreTheEnginesChainOverFullPromptBlocks) {
 }
 
 }  // namespace
-}  // namespace deepinfer::router
+}  // namespace deepinfer::engine

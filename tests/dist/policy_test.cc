@@ -5,12 +5,12 @@
 #include <map>
 #include <vector>
 
-#include "router/cache_aware.h"
-#include "router/policy.h"
-#include "router/power_of_two.h"
-#include "router/round_robin.h"
+#include "dist/cache_aware.h"
+#include "dist/policy.h"
+#include "dist/power_of_two.h"
+#include "dist/round_robin.h"
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 namespace {
 
 Candidate Load(int64_t in_flight, int64_t cached = 0, int64_t blocks = 0) {
@@ -121,4 +121,4 @@ TEST(Policy, NamesAndFactory) {
 }
 
 }  // namespace
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

@@ -1,10 +1,10 @@
-#include "router/cache_aware.h"
+#include "dist/cache_aware.h"
 
 #include <algorithm>
 
 #include "core/check.h"
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 
 bool CacheAware::Unbalanced(std::span<const Candidate> candidates) const {
   const auto [lo, hi] = std::minmax_element(candidates.begin(), candidates.end(),
@@ -62,4 +62,4 @@ size_t CacheAware::Pick(std::span<const Candidate> candidates, int64_t prompt_to
   return best;
 }
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 
 // One routable worker as a policy sees it. Token counts are tokens of work.
 struct Candidate {
@@ -54,4 +54,4 @@ struct PolicyOptions {
 
 std::unique_ptr<Policy> MakePolicy(PolicyKind kind, const PolicyOptions& options);
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

@@ -1,4 +1,4 @@
-// BlockKeyCache: the page-block keys (engine::BlockKey, the engine's own chained XXH3-128 keys)
+// BlockKeyCache: the page-block keys (BlockKey, the engine's own chained XXH3-128 keys)
 // of the prompts the router has sent to one worker — its estimate of what that worker's prefix
 // cache holds. LRU-bounded: past `capacity` keys the least recently sent go first.
 //
@@ -19,16 +19,16 @@
 
 #include "engine/kv_cache_manager.h"
 
-namespace deepinfer::router {
+namespace deepinfer::engine {
 
 class BlockKeyCache {
  public:
   explicit BlockKeyCache(int64_t capacity);
 
   // How many of `keys` (one prompt's keys, in block order) are here as a leading run.
-  int64_t MatchedBlocks(std::span<const engine::BlockKey> keys) const;
+  int64_t MatchedBlocks(std::span<const BlockKey> keys) const;
   // Adds `keys` (or refreshes them), most recently used last in order; evicts past capacity.
-  void Insert(std::span<const engine::BlockKey> keys);
+  void Insert(std::span<const BlockKey> keys);
   void Clear();
 
   int64_t size() const { return static_cast<int64_t>(lru_.size()); }
@@ -38,9 +38,8 @@ class BlockKeyCache {
 
  private:
   int64_t capacity_;
-  std::list<engine::BlockKey> lru_;  // front = least recently used
-  std::unordered_map<engine::BlockKey, std::list<engine::BlockKey>::iterator, engine::BlockKeyHash>
-      index_;
+  std::list<BlockKey> lru_;  // front = least recently used
+  std::unordered_map<BlockKey, std::list<BlockKey>::iterator, BlockKeyHash> index_;
 };
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::engine

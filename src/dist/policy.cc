@@ -1,10 +1,10 @@
-#include "router/policy.h"
+#include "dist/policy.h"
 
-#include "router/cache_aware.h"
-#include "router/power_of_two.h"
-#include "router/round_robin.h"
+#include "dist/cache_aware.h"
+#include "dist/power_of_two.h"
+#include "dist/round_robin.h"
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 
 std::optional<PolicyKind> ParsePolicyKind(const std::string& name) {
   if (name == "cache-aware") return PolicyKind::kCacheAware;
@@ -37,4 +37,4 @@ std::unique_ptr<Policy> MakePolicy(PolicyKind kind, const PolicyOptions& options
   return nullptr;
 }
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

@@ -14,9 +14,9 @@
 
 #include <cstdint>
 
-#include "router/policy.h"
+#include "dist/policy.h"
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 
 class CacheAware : public Policy {
  public:
@@ -32,4 +32,4 @@ class CacheAware : public Policy {
   uint64_t turn_ = 0;
 };
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

@@ -1,23 +1,23 @@
-#include "router/block_key_cache.h"
+#include "engine/block_key_cache.h"
 
 #include "core/check.h"
 
-namespace deepinfer::router {
+namespace deepinfer::engine {
 
 BlockKeyCache::BlockKeyCache(int64_t capacity) : capacity_(capacity) { CHECK_GE(capacity, 0); }
 
-int64_t BlockKeyCache::MatchedBlocks(std::span<const engine::BlockKey> keys) const {
+int64_t BlockKeyCache::MatchedBlocks(std::span<const BlockKey> keys) const {
   int64_t n = 0;
-  for (const engine::BlockKey& k : keys) {
+  for (const BlockKey& k : keys) {
     if (!index_.contains(k)) break;
     ++n;
   }
   return n;
 }
 
-void BlockKeyCache::Insert(std::span<const engine::BlockKey> keys) {
+void BlockKeyCache::Insert(std::span<const BlockKey> keys) {
   if (capacity_ == 0) return;
-  for (const engine::BlockKey& k : keys) {
+  for (const BlockKey& k : keys) {
     if (auto it = index_.find(k); it != index_.end()) {
       lru_.splice(lru_.end(), lru_, it->second);  // most recently used
       continue;
@@ -45,4 +45,4 @@ bool BlockKeyCache::CheckIntegrity() const {
   return true;
 }
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::engine

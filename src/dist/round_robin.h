@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "router/policy.h"
+#include "dist/policy.h"
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 
 class RoundRobin : public Policy {
  public:
@@ -16,4 +16,4 @@ class RoundRobin : public Policy {
   uint64_t next_ = 0;
 };
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

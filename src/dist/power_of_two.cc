@@ -1,8 +1,8 @@
-#include "router/power_of_two.h"
+#include "dist/power_of_two.h"
 
 #include "core/check.h"
 
-namespace deepinfer::router {
+namespace deepinfer::dist {
 
 size_t PowerOfTwo::Pick(std::span<const Candidate> candidates, int64_t /*prompt_tokens*/) {
   CHECK(!candidates.empty());
@@ -14,4 +14,4 @@ size_t PowerOfTwo::Pick(std::span<const Candidate> candidates, int64_t /*prompt_
   return candidates[b].in_flight_tokens < candidates[a].in_flight_tokens ? b : a;
 }
 
-}  // namespace deepinfer::router
+}  // namespace deepinfer::dist

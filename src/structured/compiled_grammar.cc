@@ -1,5 +1,7 @@
 #include "structured/compiled_grammar.h"
 
+#include <utility>
+
 #include "structured/ebnf_parser.h"
 #include "structured/json_schema_converter.h"
 #include "structured/regex_converter.h"
@@ -8,7 +10,57 @@ namespace deepinfer::structured {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocab)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), space_(grammar_) {}
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), space_(grammar_) {
+  MapRepeatChains();
+}
+
+namespace {
+
+// The elements of rule `r`: from its first alternative to the kEnd of its last one.
+std::pair<int32_t, int32_t> RuleSpan(const Grammar& g, int32_t r) {
+  const Grammar::Rule& rule = g.rules()[static_cast<size_t>(r)];
+  int32_t end = rule.alternatives.back();
+  while (g.elements()[static_cast<size_t>(end)].kind != Grammar::ElementKind::kEnd) ++end;
+  return {rule.alternatives.front(), end + 1};
+}
+
+// Whether rules a and b have their alternatives at the same offsets over spans of one length.
+bool SameLayout(const Grammar& g, int32_t a, int32_t b) {
+  const auto& ra = g.rules()[static_cast<size_t>(a)].alternatives;
+  const auto& rb = g.rules()[static_cast<size_t>(b)].alternatives;
+  if (ra.empty() || ra.size() != rb.size()) return false;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    if (ra[i] - ra[0] != rb[i] - rb[0]) return false;
+  }
+  const auto [a0, a1] = RuleSpan(g, a);
+  const auto [b0, b1] = RuleSpan(g, b);
+  return a1 - a0 == b1 - b0;
+}
+
+}  // namespace
+
+void CompiledGrammar::MapRepeatChains() {
+  const Grammar& g = *grammar_;
+  canonical_.resize(g.elements().size());
+  for (size_t e = 0; e < canonical_.size(); ++e) canonical_[e] = static_cast<int32_t>(e);
+  const auto twin_at = static_cast<size_t>(vocab_->max_token_bytes()) + 2;  // T
+  for (const std::vector<int32_t>& chain : g.repeat_chains()) {
+    if (chain.size() <= twin_at) continue;
+    // opt_1 ::= x | "": its first alternative's fewest bytes are x's.
+    const Grammar::Rule& first = g.rules()[static_cast<size_t>(chain[0])];
+    if (first.alternatives.size() != 2 || g.SuffixMinBytes(first.alternatives[0]) < 1) continue;
+    const int32_t twin = chain[twin_at - 1];
+    const int32_t twin_begin = RuleSpan(g, twin).first;
+    for (size_t k = twin_at + 1; k <= chain.size(); ++k) {
+      const int32_t rule = chain[k - 1];
+      if (!SameLayout(g, rule, twin)) continue;
+      const auto [begin, end] = RuleSpan(g, rule);
+      for (int32_t e = begin; e < end; ++e) {
+        canonical_[static_cast<size_t>(e)] = twin_begin + (e - begin);
+      }
+    }
+  }
+}
 
 size_t CompiledGrammar::n_entries() const {
   std::lock_guard<std::mutex> lock(mu_);

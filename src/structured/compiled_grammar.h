@@ -9,6 +9,14 @@
 // the uncertain tokens against its real stack. When a key leaves too many tokens uncertain the
 // entry says so and the matcher asks again with K+1 frames (bounded repetitions, small rules).
 // Entries are built on first use and shared by every matcher of the compiled grammar.
+//
+// Bounded repetitions: x{m,n} leaves a chain opt_k ::= x opt_{k-1} | "" (grammar.h
+// repeat_chains), and a frame in opt_k can still take k copies of x. When every copy costs at
+// least one byte, no token (at most max_token_bytes of them) can tell opt_k from opt_j once both
+// k and j are at least T = max_token_bytes + 2: every token stays inside the chain or leaves it the
+// same way. Keys therefore name such elements by their twin in opt_T (CanonicalElement), and one
+// entry serves every position of, say, a string of maxLength 256 until fewer than T characters
+// are left (a position per character before: a vocabulary walk each on first use).
 #pragma once
 
 #include <cstdint>
@@ -50,12 +58,16 @@ class CompiledGrammar {
   // as this object.
   const MaskEntry& Lookup(const std::vector<int32_t>& key) const;
   size_t n_entries() const;
+  // The element a key names for `elem` (itself, or its twin in opt_T of a bounded repetition).
+  int32_t CanonicalElement(int32_t elem) const { return canonical_[static_cast<size_t>(elem)]; }
 
  private:
   std::unique_ptr<MaskEntry> Compute(const std::vector<int32_t>& key) const;
+  void MapRepeatChains();
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocab_;
+  std::vector<int32_t> canonical_;  // per element: CanonicalElement
   mutable std::mutex mu_;
   mutable StateSpace space_;
   mutable std::unordered_map<std::string, std::unique_ptr<MaskEntry>> cache_;

@@ -139,6 +139,7 @@ class GrammarLowering {
       seq->push_back({Kind::kRule, star});
     } else if (e.max > e.min) {
       int32_t prev = -1;  // opt_k ::= body opt_{k-1} | ""
+      std::vector<int32_t> chain;
       for (int k = 0; k < e.max - e.min; ++k) {
         int32_t opt = NewAuxRule(owner);
         std::vector<Element> alt = {body};
@@ -146,7 +147,9 @@ class GrammarLowering {
         alts_[opt].push_back(std::move(alt));
         alts_[opt].push_back({});
         prev = opt;
+        chain.push_back(opt);
       }
+      g_->repeat_chains_.push_back(std::move(chain));
       seq->push_back({Kind::kRule, prev});
     }
     return Status::Ok();

@@ -68,6 +68,11 @@ class Grammar {
   // Fewest bytes from element `e` (inclusive) to the end of its alternative.
   int64_t SuffixMinBytes(int32_t e) const { return suffix_min_[e]; }
   int64_t RuleMinBytes(int32_t r) const { return rule_min_[r]; }
+  // Bounded repetitions x{m,n} with n > m leave the optional part as a chain of rules
+  // opt_k ::= x opt_{k-1} | "" (opt_1 ::= x | ""): one chain per repetition, opt_1 first. A frame
+  // in opt_k can still take k copies of x; CompiledGrammar keys its mask cache on that
+  // (compiled_grammar.h, "Bounded repetitions").
+  const std::vector<std::vector<int32_t>>& repeat_chains() const { return repeat_chains_; }
   // Canonical text of the flat grammar (debugging, tests).
   std::string ToString() const;
 
@@ -83,6 +88,7 @@ class Grammar {
   std::vector<std::string> literals_;
   std::vector<CharClass> classes_;
   std::vector<int64_t> rule_min_, suffix_min_;
+  std::vector<std::vector<int32_t>> repeat_chains_;
 };
 
 }  // namespace deepinfer::structured

@@ -50,11 +50,11 @@ void GrammarMatcher::AddTopMask(int32_t top, uint32_t* bits) {
   for (int depth = 1;; ++depth) {
     key_.clear();
     const StateSpace::Node& t = space_.node(top);
-    key_.push_back(t.elem);
+    key_.push_back(compiled_->CanonicalElement(t.elem));
     key_.push_back(t.sub);
     int32_t p = t.parent;
     for (int d = 1; d < depth && p >= 0; ++d) {
-      key_.push_back(space_.node(p).elem);
+      key_.push_back(compiled_->CanonicalElement(space_.node(p).elem));
       p = space_.node(p).parent;
     }
     key_.push_back(p == StateSpace::kRootParent ? -1 : -2);

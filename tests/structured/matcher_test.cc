@@ -104,6 +104,44 @@ TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonSchema) {
   CheckWalks(*ebnf, 12, 40);
 }
 
+// Long bounded strings: positions with more characters left than any token has bytes share one
+// mask entry (compiled_grammar.h, "Bounded repetitions"); the masks stay exact at every position,
+// across the point where the shared entries end.
+TEST(GrammarMatcher, MaskEqualsBruteForceOnLongBoundedStrings) {
+  auto ebnf = JsonSchemaToEbnf(R"({"type": "object", "properties": {
+      "a": {"type": "string", "maxLength": 70},
+      "b": {"type": "string", "minLength": 2, "maxLength": 45},
+      "c": {"type": "array", "items": {"type": "integer"}, "maxItems": 40}},
+    "required": ["a", "b"]})");
+  ASSERT_TRUE(ebnf.ok()) << ebnf.status().ToString();
+  CheckWalks(*ebnf, 8, 70);
+}
+
+TEST(GrammarMatcher, LongBoundedStringPositionsShareMaskEntries) {
+  auto vocab = SyntheticVocabulary();
+  GrammarCompiler compiler(vocab);
+  auto ebnf = JsonSchemaToEbnf(R"({"type": "string", "maxLength": 200})");
+  ASSERT_TRUE(ebnf.ok());
+  auto g = compiler.CompileEbnf(*ebnf);
+  ASSERT_TRUE(g.ok());
+  const int64_t twin = static_cast<int64_t>(vocab->max_token_bytes()) + 2;
+  GrammarMatcher m(*g);
+  std::vector<uint32_t> mask(m.n_words());
+  ASSERT_TRUE(m.AcceptBytes("\""));
+  size_t shared = 0;
+  for (int written = 0; written <= 200; ++written) {
+    m.FillNextTokenBitmask(mask.data());
+    ASSERT_EQ(mask, BruteForceMask(m, *vocab)) << written;
+    EXPECT_EQ(Bit(mask, kEos + 2 + 'a'), written < 200) << written;
+    if (written == 200 - twin) shared = (*g)->n_entries();
+    if (written < 200) ASSERT_TRUE(m.AcceptBytes("a"));
+  }
+  // Every position up to 200 - twin characters written had at least `twin` left: a handful of
+  // entries (the key depths), not one per position; the last `twin` positions have their own.
+  EXPECT_LE(shared, 6u);
+  EXPECT_GE((*g)->n_entries(), shared + static_cast<size_t>(twin) - 2);
+}
+
 TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonObjectAndUtf8) {
   CheckWalks(JsonObjectEbnf(), 8, 30);
   CheckWalks("root ::= ([\\u00e0-\\u00ff] | \"a\" | \"\\\"\")+ \"}\"", 6, 20);

@@ -151,6 +151,8 @@ class Converter {
         DI_ASSIGN_OR_RETURN(out, MergeSchemas(out, f));
       }
     }
+    // Its own unevaluated* see what it and its allOf / $ref evaluate, not what a parent adds.
+    DI_RETURN_IF_ERROR(ResolveUnevaluated(&out));
     return out;
   }
 
@@ -240,20 +242,15 @@ class Converter {
       }
       return Define(hint, body);
     }
+    if (s.contains("unevaluatedProperties") || s.contains("unevaluatedItems")) {
+      Json resolved = s;
+      DI_RETURN_IF_ERROR(ResolveUnevaluated(&resolved));
+      return Visit(resolved, hint, depth + 1);
+    }
     if (s.contains("const")) return Define(hint, Literal(s["const"]));
     std::vector<std::string> types;
     if (s.contains("type")) {
-      const Json& t = s["type"];
-      if (t.is_string()) {
-        types.push_back(t.get<std::string>());
-      } else if (t.is_array()) {
-        for (const Json& x : t) {
-          if (!x.is_string()) return InvalidArgument("'type' entries must be strings");
-          types.push_back(x.get<std::string>());
-        }
-      } else {
-        return InvalidArgument("'type' must be a string or an array");
-      }
+      DI_ASSIGN_OR_RETURN(types, TypeNames(s["type"]));
     }
     if (s.value("nullable", false) && !types.empty()) types.push_back("null");
     if (s.contains("enum")) return Enum(s, types, hint);
@@ -333,15 +330,7 @@ class Converter {
           "...} or not {enum: [...]} of scalars (beside at most a type), or not of true / false, "
           "is; output could break any other");
     }
-    std::vector<std::string> excluded;
-    const Json& t = sub["type"];
-    if (t.is_string()) excluded.push_back(t.get<std::string>());
-    if (t.is_array()) {
-      for (const Json& x : t) {
-        if (!x.is_string()) return InvalidArgument("'type' entries must be strings");
-        excluded.push_back(x.get<std::string>());
-      }
-    }
+    DI_ASSIGN_OR_RETURN(const std::vector<std::string> excluded, TypeNames(sub["type"]));
     const auto out = [&](const char* type) {
       return std::find(excluded.begin(), excluded.end(), type) != excluded.end();
     };
@@ -500,11 +489,12 @@ class Converter {
       return false;
     };
     if (any({"properties", "required", "additionalProperties", "minProperties", "maxProperties",
-             "dependentRequired", "dependencies", "patternProperties", "propertyNames"})) {
+             "dependentRequired", "dependencies", "patternProperties", "propertyNames",
+             "unevaluatedProperties"})) {
       t.push_back("object");
     }
     if (any({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
-             "uniqueItems"})) {
+             "uniqueItems", "unevaluatedItems"})) {
       t.push_back("array");
     }
     if (any({"minLength", "maxLength", "pattern", "format"})) t.push_back("string");

@@ -47,6 +47,8 @@ const std::set<std::string>& Handled() {
                                           "minContains",
                                           "maxContains",
                                           "uniqueItems",
+                                          "unevaluatedProperties",
+                                          "unevaluatedItems",
                                           "anyOf",
                                           "oneOf",
                                           "allOf",
@@ -55,9 +57,8 @@ const std::set<std::string>& Handled() {
 }
 
 const std::set<std::string>& Unsupported() {
-  static const std::set<std::string> k = {"dependentSchemas", "not",
-                                          "unevaluatedItems", "$dynamicRef",
-                                          "$recursiveRef",    "unevaluatedProperties"};
+  static const std::set<std::string> k = {"dependentSchemas", "not", "$dynamicRef",
+                                          "$recursiveRef"};
   return k;
 }
 
@@ -87,6 +88,47 @@ std::string JsonTypeOf(const Json& v) {
   if (v.is_string()) return "string";
   if (v.is_array()) return "array";
   return "object";
+}
+
+Status ResolveUnevaluated(Json* s) {
+  if (s->contains("unevaluatedProperties")) {
+    Json v = (*s)["unevaluatedProperties"];
+    s->erase("unevaluatedProperties");
+    if (!v.is_boolean() && !v.is_object()) {
+      return InvalidArgument("'unevaluatedProperties' must be a schema");
+    }
+    if (!s->contains("additionalProperties")) (*s)["additionalProperties"] = std::move(v);
+  }
+  if (s->contains("unevaluatedItems")) {
+    Json v = (*s)["unevaluatedItems"];
+    s->erase("unevaluatedItems");
+    if (!v.is_boolean() && !v.is_object()) {
+      return InvalidArgument("'unevaluatedItems' must be a schema");
+    }
+    if (s->contains("contains")) {
+      return InvalidArgument(
+          "JSON Schema keyword 'unevaluatedItems' is not supported beside 'contains' (the items "
+          "contains evaluates depend on the output)");
+    }
+    const bool tuple = s->contains("items") && (*s)["items"].is_array();  // draft 4-7
+    const char* rest = tuple ? "additionalItems" : "items";
+    if (!s->contains(rest)) (*s)[rest] = std::move(v);
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::string>> TypeNames(const Json& type) {
+  std::vector<std::string> names;
+  if (type.is_string()) {
+    names.push_back(type.get<std::string>());
+    return names;
+  }
+  if (!type.is_array()) return InvalidArgument("'type' must be a string or an array");
+  for (const Json& x : type) {
+    if (!x.is_string()) return InvalidArgument("'type' entries must be strings");
+    names.push_back(x.get<std::string>());
+  }
+  return names;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -29,11 +30,20 @@ bool IsAnnotation(const std::string& key);
 bool Trivial(const std::string& key, const Json& schema);
 // "null", "boolean", "integer", "number", "string", "array" or "object".
 std::string JsonTypeOf(const Json& v);
+// The names a `type` value gives (one name, or an array of names); InvalidArgument otherwise.
+StatusOr<std::vector<std::string>> TypeNames(const Json& type);
 // The types two `type` values (a name or an array of names) share (integer where one says
 // number and the other integer); empty when none.
 Json TypeIntersection(const Json& a, const Json& b);
 // Whether schemas `a` and `b` both state a type and no type is in both (their allOf is empty).
 bool TypesDisjoint(const Json& a, const Json& b);
+// unevaluatedProperties / unevaluatedItems of a schema whose $ref and allOf are already merged into
+// it (and whose anyOf / oneOf branch, if any, too): every property or item the generated output
+// can hold is then one the schema's own keywords evaluate, so the keyword is the
+// additionalProperties (items after prefixItems) the schema does not state, and nothing beside
+// one it states. Rewrites `s` so; InvalidArgument where that is not so (unevaluatedItems beside
+// contains).
+Status ResolveUnevaluated(Json* s);
 // allOf-style merge of two schemas (both without allOf/anyOf/oneOf/$ref): properties and
 // required united, types intersected, bounds tightened; conflicting values are InvalidArgument.
 StatusOr<Json> MergeSchemas(const Json& a, const Json& b);

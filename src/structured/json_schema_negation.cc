@@ -39,14 +39,9 @@ bool OnlyKeywords(const Json& s, const std::vector<std::string>& allowed, const 
 }
 
 std::optional<Json> NegatedType(const Json& t) {
-  std::vector<std::string> excluded;
-  if (t.is_string()) excluded.push_back(t.get<std::string>());
-  if (t.is_array()) {
-    for (const Json& x : t) {
-      if (!x.is_string()) return std::nullopt;
-      excluded.push_back(x.get<std::string>());
-    }
-  }
+  StatusOr<std::vector<std::string>> names = TypeNames(t);
+  if (!names.ok()) return std::nullopt;
+  const std::vector<std::string>& excluded = *names;
   const auto out = [&](const std::string& x) {
     return std::find(excluded.begin(), excluded.end(), x) != excluded.end();
   };

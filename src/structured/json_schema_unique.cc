@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace deepinfer::structured {
 namespace {
@@ -49,17 +50,9 @@ std::optional<std::vector<Json>> FiniteValues(const Json& s) {
   }
   std::vector<std::string> types;
   if (s.contains("type")) {
-    const Json& t = s["type"];
-    if (t.is_string()) {
-      types.push_back(t.get<std::string>());
-    } else if (t.is_array()) {
-      for (const Json& one : t) {
-        if (!one.is_string()) return std::nullopt;
-        types.push_back(one.get<std::string>());
-      }
-    } else {
-      return std::nullopt;
-    }
+    StatusOr<std::vector<std::string>> names = TypeNames(s["type"]);
+    if (!names.ok()) return std::nullopt;
+    types = std::move(*names);
   }
   std::vector<Json> candidates;
   if (s.contains("const")) {

@@ -37,12 +37,7 @@ start router "$BIN" route --port 0 --tokenizer "$MODEL" --prefill "$pre" --decod
 router="$(wait_url "$work/router.log")"
 python3 "$HERE/pd_client.py" "$colo" >"$work/colo.json"
 python3 "$HERE/pd_client.py" "$router" >"$work/pd.json"
-if [ -s "$work/colo.json" ] && cmp -s "$work/colo.json" "$work/pd.json"; then
-  echo "PD over 2 + 2 ranks through the router = colocated: $(head -c 200 "$work/pd.json")"
-else
-  echo "PD over 2 + 2 ranks through the router DIFFERS from colocated"
-  diff <(tr ']' '\n' <"$work/colo.json") <(tr ']' '\n' <"$work/pd.json") | head -10; fail=1
-fi
+same_answers "PD over 2 + 2 ranks through the router" "$work/colo.json" "$work/pd.json" || fail=1
 
 read -r legs0 legs1 <<<"$(per_rank "$pre" deepinfer_rank_requests_finished_total)"
 handoffs="$(metric "$pre" deepinfer_pd_handoffs_total)"

@@ -43,12 +43,7 @@ for spec in off dspark; do
   router="$(wait_url "$work/router.log")"
   python3 "$HERE/pd_client.py" "$colo" >"$work/colo.json"
   python3 "$HERE/pd_client.py" "$router" >"$work/pd.json"
-  if [ -s "$work/colo.json" ] && cmp -s "$work/colo.json" "$work/pd.json"; then
-    echo "spec $spec: PD through the router = colocated: $(head -c 200 "$work/pd.json")"
-  else
-    echo "spec $spec: PD through the router DIFFERS from colocated"
-    diff <(tr ']' '\n' <"$work/colo.json") <(tr ']' '\n' <"$work/pd.json") | head -10; fail=1
-  fi
+  same_answers "spec $spec: PD through the router" "$work/colo.json" "$work/pd.json" || fail=1
   handoffs="$(metric "$pre" deepinfer_pd_handoffs_total)"
   imported=$(( $(metric "$dec1" deepinfer_pd_pages_imported_total | cut -d. -f1) + \
                $(metric "$dec2" deepinfer_pd_pages_imported_total | cut -d. -f1) ))

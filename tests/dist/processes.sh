@@ -30,3 +30,15 @@ start() {
   pids+=($!)
   printf -v "pid_$name" '%s' "$!"
 }
+
+# same_answers LABEL EXPECTED ACTUAL: whether two answer files (tests/dist/pd_client.py output)
+# have the same bytes; prints LABEL with the verdict (the first differences when they differ).
+same_answers() {
+  if [ -s "$2" ] && cmp -s "$2" "$3"; then
+    echo "$1 = colocated: $(head -c 200 "$3")"
+  else
+    echo "$1 DIFFERS from colocated"
+    diff <(tr ']' '\n' <"$2") <(tr ']' '\n' <"$3") | head -10
+    return 1
+  fi
+}

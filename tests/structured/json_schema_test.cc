@@ -424,6 +424,48 @@ TEST(JsonSchema, UniqueItemsDomainsAndStateCounts) {
   }
 }
 
+TEST(JsonSchema, UnevaluatedKeywordsSeeWhatTheSchemaAndItsAllOfEvaluate) {
+  auto plain = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}},
+      "unevaluatedProperties": false})");
+  ASSERT_NE(plain, nullptr);
+  for (const char* ok : {"{}", R"({"a":1})"}) EXPECT_TRUE(FullMatch(plain, ok)) << ok;
+  EXPECT_FALSE(FullMatch(plain, R"({"a":1,"b":2})"));
+  // Properties of an allOf subschema and of the chosen anyOf branch are evaluated.
+  auto through = Schema(R"({"allOf": [{"properties": {"a": {"const": 1}}}],
+      "properties": {"b": {"const": 2}}, "required": ["a", "b"], "unevaluatedProperties": false})");
+  ASSERT_NE(through, nullptr);
+  EXPECT_TRUE(FullMatch(through, R"({"b":2,"a":1})") || FullMatch(through, R"({"a":1,"b":2})"));
+  auto branches = Schema(R"({"anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+      {"properties": {"b": {"const": 2}}, "required": ["b"]}], "unevaluatedProperties": false})");
+  ASSERT_NE(branches, nullptr);
+  for (const char* ok : {R"({"a":1})", R"({"b":2})"}) EXPECT_TRUE(FullMatch(branches, ok)) << ok;
+  EXPECT_FALSE(FullMatch(branches, R"({"a":1,"b":2})"));
+  // Inside an allOf subschema it sees that subschema only: a property beside it is unevaluated
+  // there, so requiring one is unsatisfiable.
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"allOf": [{"properties": {"a": {"const": 1}},
+      "unevaluatedProperties": false}], "properties": {"b": {"const": 2}}, "required": ["b"]})")
+                   .ok());
+  // A schema: the properties nothing else evaluates must meet it.
+  auto extra = Schema(R"({"type": "object", "properties": {"a": {"const": 1}}, "required": ["x"],
+      "unevaluatedProperties": {"type": "boolean"}})");
+  ASSERT_NE(extra, nullptr);
+  EXPECT_TRUE(FullMatch(extra, R"({"x":true})"));
+  EXPECT_FALSE(FullMatch(extra, R"({"x":1})"));
+  // unevaluatedItems: the items after prefixItems; nothing beside a schema-valued items.
+  auto tuple = Schema(R"({"prefixItems": [{"const": 1}], "unevaluatedItems": false})");
+  ASSERT_NE(tuple, nullptr);
+  for (const char* ok : {"[]", "[1]", "\"x\""}) EXPECT_TRUE(FullMatch(tuple, ok)) << ok;
+  EXPECT_FALSE(FullMatch(tuple, "[1,2]"));
+  auto all = Schema(R"({"items": {"type": "integer"}, "unevaluatedItems": false})");
+  ASSERT_NE(all, nullptr);
+  EXPECT_TRUE(FullMatch(all, "[1,2,3]"));
+  auto none = Schema(R"({"type": "array", "unevaluatedItems": false})");
+  ASSERT_NE(none, nullptr);
+  EXPECT_TRUE(FullMatch(none, "[]"));
+  EXPECT_FALSE(FullMatch(none, "[1]"));
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"const": 1}, "unevaluatedItems": false})").ok());
+}
+
 TEST(JsonSchema, NotOfConstAndEnumScalars) {
   auto g = Schema(R"({"not": {"enum": [1, "a", true, null]}})");
   ASSERT_NE(g, nullptr);

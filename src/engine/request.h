@@ -38,6 +38,12 @@ struct RequestOutput {
   std::vector<SampleResult> prompt_logprobs;
 };
 
+// Whether `o` is a request's last delivery and the request ended as asked (a stop, or its length),
+// not aborted or failed.
+inline bool EndedAsAsked(const RequestOutput& o) {
+  return o.finished && (*o.finished == FinishReason::kStop || *o.finished == FinishReason::kLength);
+}
+
 struct Request {
   std::vector<int32_t> prompt;
   SamplingParams params;

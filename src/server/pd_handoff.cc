@@ -73,8 +73,7 @@ void PdEndpoint::Receive(const std::string& wire, const std::function<void(std::
   StatusOr<engine::PageBundle> bundle = engine::DecodeBundle(wire);
   if (!bundle.ok()) return refuse(bundle.status().message());
   auto shared = std::make_shared<engine::PageBundle>(std::move(*bundle));
-  auto wire_copy = std::make_shared<std::string>(wire);
-  const Status posted = loop_->Post([this, shared, wire_copy, respond](engine::Engine* engine) {
+  const Status posted = loop_->Post([this, shared, respond](engine::Engine* engine) {
     if (engine == nullptr) {
       respond(ReplyError("the decode instance is shutting down"));
       return;
@@ -97,8 +96,9 @@ void PdEndpoint::Receive(const std::string& wire, const std::function<void(std::
                   .dump());
     };
     if (rank != 0) {
-      // Another rank of this instance imports it at the next exchange (rank_hub.h).
-      hub->ShipPages(rank, std::move(*wire_copy), std::move(keys), std::move(done));
+      // Another rank of this instance imports it at the next exchange (rank_hub.h); only this
+      // path needs the wire form again.
+      hub->ShipPages(rank, engine::EncodeBundle(*shared), std::move(keys), std::move(done));
       return;
     }
     StatusOr<engine::ImportResult> r = engine->ImportPages(*shared, fingerprint_);

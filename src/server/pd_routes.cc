@@ -157,11 +157,7 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
   request.params.max_tokens = 1;
   auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
   auto leg = std::make_shared<LegExport>();
-  const auto ended = [](const engine::RequestOutput& o) {
-    return o.finished && (*o.finished == engine::FinishReason::kLength ||
-                          *o.finished == engine::FinishReason::kStop);
-  };
-  request.on_output = [channel, leg, ended, pd = ctx.pd, engine = ctx.loop->engine_on_loop_thread(),
+  request.on_output = [channel, leg, pd = ctx.pd, engine = ctx.loop->engine_on_loop_thread(),
                        prompt = input.prompt](const engine::RequestOutput& o) {
     GenEvent e;
     e.tokens = o.new_tokens;
@@ -170,7 +166,7 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
     e.prefix_hit_tokens = o.prefix_hit_tokens;
     // Run here: export now. Run on another rank of this instance: its pages came just before
     // this output (RemoteForm::on_pages).
-    if (ended(o) && !leg->bundle) {
+    if (engine::EndedAsAsked(o) && !leg->bundle) {
       leg->started = std::chrono::steady_clock::now();
       leg->bundle = pd->Export(*engine, prompt);
     }

@@ -29,9 +29,7 @@ void RankWorker::Add(RemoteRequest remote) {
   r.on_output = [this, id, export_pages, prompt = export_pages ? r.prompt : std::vector<int32_t>()](
                     const engine::RequestOutput& o) {
     RemoteOutput out{.id = id, .output = o};
-    if (export_pages && o.finished &&
-        (*o.finished == engine::FinishReason::kLength ||
-         *o.finished == engine::FinishReason::kStop)) {
+    if (export_pages && engine::EndedAsAsked(o)) {
       // As rank 0's prefill leg does it: during the delivery, from the prefix cache.
       StatusOr<engine::PageBundle> pages =
           options_.engine->ExportPromptPages(prompt, options_.fingerprint);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "model/deepseek_v41/rollback.h"
+#include "model/deepseek_v41/sequence_snapshot.h"
 
 namespace deepinfer::engine {
 namespace {
@@ -92,6 +93,42 @@ Status DeepSeekRunner::CopyPage(int32_t from, int32_t to) {
 std::span<uint8_t> DeepSeekRunner::PageBytes(int32_t page) {
   if (!store_ || page < 0 || page >= store_->capacity()) return {};
   return {store_->page(page), static_cast<size_t>(layout_.page_bytes)};
+}
+
+StatusOr<std::string> DeepSeekRunner::SaveSequence(const RunnerSequence& rs) {
+  const auto& seq = static_cast<const DeepSeekSequence&>(rs);
+  if (seq.state().group_undo != nullptr) {
+    return InvalidArgument("SaveSequence: the sequence is inside a verify call");
+  }
+  return model::EncodeSequenceState(seq.state());
+}
+
+Status DeepSeekRunner::RestoreSequence(RunnerSequence* rs, std::span<const int32_t> pages,
+                                       std::string_view state) {
+  if (options_.decoder_replay_keep > 0) {
+    return InvalidArgument(
+        "a hand-off with decoder-side replay: the pages' window tails are incomplete");
+  }
+  model::SequenceState& st = static_cast<DeepSeekSequence*>(rs)->state();
+  const int64_t prompt_len = st.prompt_length;
+  DI_RETURN_IF_ERROR(model::RestoreSequenceState(state, &st));
+  st.pages = pages;
+  if (st.prompt_length != prompt_len) {
+    return InvalidArgument("RestoreSequence: a state of a " + std::to_string(st.prompt_length) +
+                           "-token prompt for a sequence whose prompt has " +
+                           std::to_string(prompt_len));
+  }
+  if (st.covered() < st.length) {
+    return InvalidArgument("RestoreSequence: the page table covers " +
+                           std::to_string(st.covered()) + " of " + std::to_string(st.length) +
+                           " positions");
+  }
+  if (drafts_ && st.dspark_length != st.length) {
+    return InvalidArgument("RestoreSequence: the sender's DSpark rings cover " +
+                           std::to_string(st.dspark_length) + " of " + std::to_string(st.length) +
+                           " positions");
+  }
+  return Status::Ok();
 }
 
 Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) {

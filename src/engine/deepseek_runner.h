@@ -41,6 +41,9 @@ class DeepSeekRunner : public ModelRunner {
   StatusOr<std::unique_ptr<RunnerSequence>> Fork(const RunnerSequence& parent) override;
   Status CopyPage(int32_t from, int32_t to) override;
   std::span<uint8_t> PageBytes(int32_t page) override;
+  StatusOr<std::string> SaveSequence(const RunnerSequence& seq) override;
+  Status RestoreSequence(RunnerSequence* seq, std::span<const int32_t> pages,
+                         std::string_view state) override;
   Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) override;
 
   // DSpark (engine/spec/): once enabled, every Forward extends every sequence's stage rings

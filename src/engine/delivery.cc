@@ -16,6 +16,7 @@ RequestOutput OutputOf(const Sequence& seq, int64_t n_output, std::optional<Fini
   out.finished = finish;
   out.seed = seq.seed;
   out.prefix_hit_tokens = seq.prefix_hit_tokens;
+  if (finish) out.tail = seq.tail_out;
   return out;
 }
 

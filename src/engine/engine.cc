@@ -90,6 +90,13 @@ StatusOr<uint64_t> Engine::Add(Request request) {
                            std::to_string(request.grammar->vocabulary().size()) +
                            " tokens, the model has " + std::to_string(vocab));
   }
+  if (request.leg_of_prompt_len != 0 &&
+      (request.leg_of_prompt_len != len + 1 || request.params.n != 1)) {
+    return InvalidArgument("a prefill leg computes all but the last token of a prompt (" +
+                           std::to_string(len) + " tokens of " +
+                           std::to_string(request.leg_of_prompt_len) + "), with one sample");
+  }
+  std::shared_ptr<const SequenceTail> tail = TakeTail(request);
   // One seed for all samples of the request: they differ by sample_index.
   const uint64_t seed =
       request.params.seed ? *request.params.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull;
@@ -101,6 +108,7 @@ StatusOr<uint64_t> Engine::Add(Request request) {
     if (request.prepare_sample) request.prepare_sample(&samples.back());
   }
   Sequence* lead = NewSequence(std::move(request), seed);
+  lead->tail_in = std::move(tail);
   scheduler_->AddWaiting(lead);
   for (Request& r : samples) {
     Sequence* s = NewSequence(std::move(r), seed);
@@ -174,6 +182,10 @@ bool Engine::Fork(Sequence* lead, Sequence* seq) {
 }
 
 void Engine::Retire(Sequence* seq) {
+  if (seq->request.leg_of_prompt_len > 0 && seq->runner && seq->finish &&
+      (*seq->finish == FinishReason::kStop || *seq->finish == FinishReason::kLength)) {
+    seq->tail_out = CaptureTail(*seq);
+  }
   // Samples still waiting for this one's prompt compute it themselves.
   ReleaseForks(seq);
   seq->status = SequenceStatus::kFinished;
@@ -286,6 +298,7 @@ void Engine::StartAdmitted(ScheduledBatch* batch) {
   kept.reserve(batch->entries.size());
   for (const ScheduledEntry& e : batch->entries) {
     if (!e.seq->runner) {
+      tails_continued_ += e.seq->tail_in ? 1 : 0;
       const Status s = StartRunnerSequence(*runner_, e.seq);
       if (!s.ok()) {
         batch->n_tokens -= e.n_tokens;
@@ -467,6 +480,7 @@ EngineStats Engine::stats() const {
   s.preemptions = scheduler_->n_preemptions();
   s.tokens_computed = tokens_computed_;
   s.tokens_generated = tokens_generated_;
+  s.tails_continued = tails_continued_;
   s.step_seconds = step_seconds_;
   s.forward_seconds = forward_seconds_;
   s.spec_seconds = spec_seconds_;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -67,6 +68,7 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t tokens_computed = 0;  // positions fed to the model
   int64_t tokens_generated = 0;
+  int64_t tails_continued = 0;  // requests that continued a handed-over tail (page_handoff.h)
   // Wall time inside Step() calls that ran a batch; inside their target-model forward calls;
   // inside speculative verification + DSpark draft calls. step - forward - spec is the engine's
   // own work (scheduling, sampling, the deliveries not hidden behind the forward call).
@@ -113,10 +115,15 @@ class Engine {
   // ImportPages checks the bundle (fingerprint equal to `fingerprint`, this engine's page
   // layout, every checksum) and registers its pages in the prefix cache as cached pages (ref 0,
   // evictable); blocks already cached are skipped, and when no page can be had the rest is
-  // dropped (a shorter prefix hit, never a wrong one).
+  // dropped (a shorter prefix hit, never a wrong one). A bundle's sequence tail (checked with
+  // the pages) is held, when all its pages landed, for the request whose prompt continues it.
+  // `tail`: a prefill leg's (RequestOutput::tail), sent with the pages when it continues them.
   StatusOr<PageBundle> ExportPromptPages(std::span<const int32_t> prompt,
-                                         const std::string& fingerprint) const;
+                                         const std::string& fingerprint,
+                                         std::shared_ptr<const SequenceTail> tail = nullptr) const;
   StatusOr<ImportResult> ImportPages(const PageBundle& bundle, const std::string& fingerprint);
+  // Tails held for requests still to come (page_handoff.h).
+  int64_t held_tails() const { return static_cast<int64_t>(tails_.size()); }
 
  private:
   Engine(ModelRunner* runner, EngineOptions options, int64_t n_pages, ThreadPool* pool);
@@ -168,6 +175,10 @@ class Engine {
   // sequence ends now, if it does.
   std::optional<FinishReason> Append(Sequence* seq, const SampleResult& sample);
   void RegisterBlocks(Sequence* seq);
+  // KV hand-off (page_handoff.cc): a prefill leg's tail as it ends (null when the runner cannot
+  // save it); the held tail `request`'s prompt continues, taken off the list (null if none).
+  std::shared_ptr<const SequenceTail> CaptureTail(const Sequence& seq) const;
+  std::shared_ptr<const SequenceTail> TakeTail(const Request& request);
   void HandleCancels();
   // Grammar masks of the entries that sample this step.
   void FillMasks(const ScheduledBatch& batch);
@@ -179,9 +190,10 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::map<uint64_t, std::shared_ptr<Sequence>> sequences_;
   DeliveryQueue deliveries_;
-  std::shared_ptr<spec::SpecDecoder> spec_;  // null with speculation off
+  std::shared_ptr<spec::SpecDecoder> spec_;                // null with speculation off
+  std::deque<std::shared_ptr<const SequenceTail>> tails_;  // imported, newest last
   uint64_t next_id_ = 1;
-  int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0;
+  int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0, tails_continued_ = 0;
   double step_seconds_ = 0, forward_seconds_ = 0, spec_seconds_ = 0;
 };
 

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -110,6 +112,18 @@ class ModelRunner {
   // ring tails), which a KV hand-off copies between engines (engine/page_handoff.h). Empty: this
   // runner cannot hand pages over.
   virtual std::span<uint8_t> PageBytes(int32_t /*page*/) { return {}; }
+  // A KV hand-off with the sequence's tail (engine/page_handoff.h): everything `seq` holds
+  // outside its pages, as bytes; and a fresh sequence (NewSequence with the sender's prompt
+  // length) continued from such bytes and a page table holding the sender's pages (its complete
+  // ones and a copy of its partly written last one), equal to the sender's sequence.
+  // Unimplemented: this runner hands complete pages over only.
+  virtual StatusOr<std::string> SaveSequence(const RunnerSequence& /*seq*/) {
+    return Unimplemented("this model runner cannot save a sequence's state");
+  }
+  virtual Status RestoreSequence(RunnerSequence* /*seq*/, std::span<const int32_t> /*pages*/,
+                                 std::string_view /*state*/) {
+    return Unimplemented("this model runner cannot restore a sequence's state");
+  }
   // One forward over a mixed batch. Logits rows in input order: logits_rows rows per input
   // (1 by default; contents unspecified for an input with !want_logits), [rows][vocab].
   virtual Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) = 0;

@@ -2,9 +2,12 @@
 // (declared in engine.h, defined here beside the format they produce).
 #include "engine/page_handoff.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <xxhash.h>
+
+#include "core/byte_io.h"
 
 #include "engine/engine.h"
 
@@ -12,63 +15,59 @@ namespace deepinfer::engine {
 namespace {
 
 constexpr char kMagic[4] = {'D', 'I', 'K', 'V'};
-constexpr uint32_t kVersion = 1;
-
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-// Reads fixed-size values off the front of a byte view; false once it runs out.
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (in_.size() < sizeof(T)) return false;
-    std::memcpy(v, in_.data(), sizeof(T));
-    in_.remove_prefix(sizeof(T));
-    return true;
-  }
-  bool Take(size_t n, std::string* out) {
-    if (in_.size() < n) return false;
-    out->assign(in_.data(), n);
-    in_.remove_prefix(n);
-    return true;
-  }
-  size_t left() const { return in_.size(); }
-
- private:
-  std::string_view in_;
-};
+constexpr uint32_t kVersion = 2;
+// Tails an engine holds for requests still to come; the oldest go first.
+constexpr size_t kHeldTails = 16;
 
 }  // namespace
 
 uint64_t PageChecksum(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+uint64_t TailChecksum(const SequenceTail& tail) {
+  XXH3_state_t* st = XXH3_createState();
+  CHECK(st != nullptr);
+  XXH3_64bits_reset(st);
+  XXH3_64bits_update(st, &tail.prompt_len, sizeof(tail.prompt_len));
+  XXH3_64bits_update(st, tail.tokens.data(), tail.tokens.size() * sizeof(int32_t));
+  XXH3_64bits_update(st, tail.state.data(), tail.state.size());
+  XXH3_64bits_update(st, tail.partial_page.data(), tail.partial_page.size());
+  const uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
 
 std::string EncodeBundle(const PageBundle& bundle) {
   std::string out;
   out.reserve(64 + bundle.fingerprint.size() +
               bundle.blocks.size() * (24 + static_cast<size_t>(bundle.page_bytes)));
   out.append(kMagic, sizeof(kMagic));
-  Put(&out, kVersion);
-  Put(&out, static_cast<uint32_t>(bundle.fingerprint.size()));
+  PutValue(&out, kVersion);
+  PutValue(&out, static_cast<uint32_t>(bundle.fingerprint.size()));
   out += bundle.fingerprint;
-  Put(&out, bundle.page_tokens);
-  Put(&out, bundle.page_bytes);
-  Put(&out, static_cast<uint32_t>(bundle.blocks.size()));
+  PutValue(&out, bundle.page_tokens);
+  PutValue(&out, bundle.page_bytes);
+  PutValue(&out, static_cast<uint32_t>(bundle.blocks.size()));
   for (const PageBlock& b : bundle.blocks) {
     CHECK_EQ(static_cast<int64_t>(b.bytes.size()), bundle.page_bytes);
-    Put(&out, b.key.lo);
-    Put(&out, b.key.hi);
-    Put(&out, b.checksum);
+    PutValue(&out, b.key.lo);
+    PutValue(&out, b.key.hi);
+    PutValue(&out, b.checksum);
     out += b.bytes;
+  }
+  PutValue(&out, static_cast<uint8_t>(bundle.tail ? 1 : 0));
+  if (bundle.tail) {
+    const SequenceTail& t = *bundle.tail;
+    PutValue(&out, t.prompt_len);
+    PutArray(&out, t.tokens);
+    PutBytes(&out, t.state);
+    PutBytes(&out, t.partial_page);
+    PutValue(&out, t.checksum);
   }
   return out;
 }
 
 StatusOr<PageBundle> DecodeBundle(std::string_view wire) {
-  Reader r(wire);
+  ByteReader r(wire);
   std::string magic;
   uint32_t version = 0, fp_len = 0, n_blocks = 0;
   if (!r.Take(sizeof(kMagic), &magic) || std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0) {
@@ -83,8 +82,8 @@ StatusOr<PageBundle> DecodeBundle(std::string_view wire) {
       !r.Get(&b.page_bytes) || !r.Get(&n_blocks)) {
     return DataLoss("KV hand-off: bundle header cut short");
   }
-  if (b.page_bytes <= 0 || b.page_tokens <= 0 ||
-      r.left() != n_blocks * (24 + static_cast<uint64_t>(b.page_bytes))) {
+  const uint64_t block_bytes = n_blocks * (24 + static_cast<uint64_t>(b.page_bytes));
+  if (b.page_bytes <= 0 || b.page_tokens <= 0 || r.left() <= block_bytes) {
     return DataLoss("KV hand-off: bundle of " + std::to_string(wire.size()) +
                     " bytes does not hold " + std::to_string(n_blocks) + " pages of " +
                     std::to_string(b.page_bytes) + " bytes");
@@ -94,11 +93,26 @@ StatusOr<PageBundle> DecodeBundle(std::string_view wire) {
     CHECK(r.Get(&blk.key.lo) && r.Get(&blk.key.hi) && r.Get(&blk.checksum) &&
           r.Take(static_cast<size_t>(b.page_bytes), &blk.bytes));
   }
+  uint8_t has_tail = 0;
+  CHECK(r.Get(&has_tail));
+  if (has_tail > 1) return DataLoss("KV hand-off: bad tail flag");
+  if (has_tail == 1) {
+    auto t = std::make_shared<SequenceTail>();
+    if (!r.Get(&t->prompt_len) || !r.GetArray(&t->tokens) || !r.GetBytes(&t->state) ||
+        !r.GetBytes(&t->partial_page) || !r.Get(&t->checksum)) {
+      return DataLoss("KV hand-off: the sequence tail is cut short");
+    }
+    b.tail = std::move(t);
+  }
+  if (r.left() != 0) {
+    return DataLoss("KV hand-off: " + std::to_string(r.left()) + " bytes past the bundle's end");
+  }
   return b;
 }
 
 StatusOr<PageBundle> Engine::ExportPromptPages(std::span<const int32_t> prompt,
-                                               const std::string& fingerprint) const {
+                                               const std::string& fingerprint,
+                                               std::shared_ptr<const SequenceTail> tail) const {
   PageBundle bundle;
   bundle.fingerprint = fingerprint;
   bundle.page_tokens = runner_->page_tokens();
@@ -117,6 +131,12 @@ StatusOr<PageBundle> Engine::ExportPromptPages(std::span<const int32_t> prompt,
     b.key = keys[i];
     b.bytes.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     b.checksum = PageChecksum(b.bytes);
+  }
+  // The tail continues the pages only when all of its complete pages are among them.
+  if (tail && std::ranges::equal(tail->tokens, prompt) &&
+      static_cast<int64_t>(prompt.size()) / bundle.page_tokens ==
+          static_cast<int64_t>(bundle.blocks.size())) {
+    bundle.tail = std::move(tail);
   }
   return bundle;
 }
@@ -143,6 +163,22 @@ StatusOr<ImportResult> Engine::ImportPages(const PageBundle& bundle,
     if (PageChecksum(b.bytes) != b.checksum) {
       return DataLoss("KV hand-off: page " + std::to_string(i) + " of " +
                       std::to_string(bundle.blocks.size()) + " fails its checksum");
+    }
+  }
+  if (bundle.tail) {
+    const SequenceTail& t = *bundle.tail;
+    if (TailChecksum(t) != t.checksum) {
+      return DataLoss("KV hand-off: the sequence tail (" + std::to_string(t.tokens.size()) +
+                      " positions) fails its checksum");
+    }
+    const auto n = static_cast<int64_t>(t.tokens.size());
+    const bool partial = n % bundle.page_tokens != 0;
+    if (t.prompt_len != n + 1 ||
+        n / bundle.page_tokens != static_cast<int64_t>(bundle.blocks.size()) ||
+        static_cast<int64_t>(t.partial_page.size()) != (partial ? bundle.page_bytes : 0)) {
+      return DataLoss("KV hand-off: a tail of " + std::to_string(n) + " positions of a " +
+                      std::to_string(t.prompt_len) + "-token prompt does not fit " +
+                      std::to_string(bundle.blocks.size()) + " pages");
     }
   }
   ImportResult result;
@@ -174,7 +210,48 @@ StatusOr<ImportResult> Engine::ImportPages(const PageBundle& bundle,
   // Ref 0 and registered: cached pages, as after a colocated prefill.
   for (int32_t page : held) kv_->Release(page);
   if (!error.ok()) return error;
+  if (bundle.tail && result.dropped == 0) {
+    // The newest tail for a prompt replaces an older one; the oldest go first.
+    std::erase_if(tails_, [&](const std::shared_ptr<const SequenceTail>& t) {
+      return t->tokens == bundle.tail->tokens;
+    });
+    tails_.push_back(bundle.tail);
+    while (tails_.size() > kHeldTails) tails_.pop_front();
+    result.tail_held = true;
+  }
   return result;
+}
+
+std::shared_ptr<const SequenceTail> Engine::CaptureTail(const Sequence& seq) const {
+  StatusOr<std::string> state = runner_->SaveSequence(*seq.runner);
+  if (!state.ok()) return nullptr;
+  auto tail = std::make_shared<SequenceTail>();
+  tail->tokens.assign(seq.tokens.begin(), seq.tokens.begin() + seq.computed);
+  tail->prompt_len = seq.request.leg_of_prompt_len;
+  tail->state = *std::move(state);
+  const int64_t p = runner_->page_tokens();
+  if (seq.computed % p != 0) {
+    const std::span<uint8_t> bytes =
+        runner_->PageBytes(seq.pages[static_cast<size_t>(seq.computed / p)]);
+    if (bytes.empty()) return nullptr;
+    tail->partial_page.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  tail->checksum = TailChecksum(*tail);
+  return tail;
+}
+
+std::shared_ptr<const SequenceTail> Engine::TakeTail(const Request& request) {
+  const auto len = static_cast<int64_t>(request.prompt.size());
+  if (tails_.empty() || len < 2 || request.params.prompt_logprobs) return nullptr;
+  const std::span<const int32_t> head(request.prompt.data(), static_cast<size_t>(len - 1));
+  for (auto it = tails_.begin(); it != tails_.end(); ++it) {
+    if ((*it)->prompt_len == len && std::ranges::equal((*it)->tokens, head)) {
+      std::shared_ptr<const SequenceTail> t = *it;
+      tails_.erase(it);
+      return t;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace deepinfer::engine

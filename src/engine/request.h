@@ -18,6 +18,8 @@
 
 namespace deepinfer::engine {
 
+struct SequenceTail;  // page_handoff.h
+
 enum class FinishReason { kStop, kLength, kAbort, kError };
 
 const char* FinishReasonName(FinishReason r);  // "stop", "length", "abort", "error"
@@ -36,6 +38,9 @@ struct RequestOutput {
   // params.prompt_logprobs, on the first delivery: entry i is prompt token i + 1 (the first
   // prompt token has none), with the top prompt_logprobs alternatives of that position.
   std::vector<SampleResult> prompt_logprobs;
+  // A prefill leg (Request::leg_of_prompt_len) that ended as asked, on its last delivery: its
+  // sequence's tail for a KV hand-off (page_handoff.h); null when the runner cannot save one.
+  std::shared_ptr<const SequenceTail> tail;
 };
 
 // Whether `o` is a request's last delivery and the request ended as asked (a stop, or its length),
@@ -72,6 +77,11 @@ struct Request {
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   // Speculative decoding for this request when the engine has it on (false: plain decoding).
   bool speculative = true;
+  // The prefill leg of disaggregation (page_handoff.h): `prompt` is all but the last token of a
+  // prompt of leg_of_prompt_len (= prompt.size() + 1) tokens, computed as rows of that prompt;
+  // the request's last delivery carries the sequence's tail (RequestOutput::tail). Its output
+  // (max_tokens 1) is not the prompt's first token and is not meant for anyone. 0: a request.
+  int64_t leg_of_prompt_len = 0;
 };
 
 }  // namespace deepinfer::engine

@@ -80,7 +80,18 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
   const int64_t max_hit_blocks = seq->request.params.prompt_logprobs ? 0 : (len - 1) / p;
   const std::span<const BlockKey> keys(seq->block_keys.data(), static_cast<size_t>(max_hit_blocks));
   const int64_t hit_blocks = kv_->Peek(keys);
-  const int64_t h = hit_blocks * p;
+  int64_t h = hit_blocks * p;
+  // A handed-over tail continues the hit to all but the last prompt token when every complete
+  // page before it is here (the prepare stage restores it: StartRunnerSequence).
+  if (seq->tail_in) {
+    const auto tail = static_cast<int64_t>(seq->tail_in->tokens.size());
+    if (seq->computed == 0 && seq->n_output() == 0 && hit_blocks == max_hit_blocks &&
+        tail / p == hit_blocks && tail == len - 1) {
+      h = tail;
+    } else {
+      seq->tail_in.reset();
+    }
+  }
   const int64_t n = std::min({len - h, options_.prefill_chunk, budget});
   // Cheap pre-check; Reserve below decides (hit pages taken off the LRU shrink the pool).
   const int64_t new_pages = (h + n + p - 1) / p - hit_blocks;

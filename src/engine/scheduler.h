@@ -8,7 +8,9 @@
 //   * a request with n parallel samples counts n running slots from its admission (its forks
 //     start when its prompt is computed);
 //   * admission matches the prompt's full blocks against the prefix cache (keeping at least one
-//     token to compute) and adopts the hit pages;
+//     token to compute) and adopts the hit pages; a sequence given a handed-over tail
+//     (Sequence::tail_in, page_handoff.h) whose complete pages all hit is admitted at the tail's
+//     end instead (its last prompt token left to compute);
 //   * pages are reserved before the step for every position it consumes; when the pool runs
 //     dry, the running sequence that comes last in the order is preempted by recompute: its
 //     pages are released and it waits again at the front, keeping its output, which it

@@ -12,6 +12,7 @@
 
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
+#include "engine/page_handoff.h"
 #include "engine/request.h"
 #include "engine/sampling/token_history.h"
 #include "structured/grammar_matcher.h"
@@ -57,6 +58,10 @@ struct Sequence {
   // Speculative decoding (engine/spec/): drafting state, and the drafts the next step verifies.
   std::shared_ptr<spec::SpecSequence> spec;
   int64_t draft_rows = 0;
+  // KV hand-off (page_handoff.h): a tail this sequence's prompt continues from (until its first
+  // admission takes it); and, for a prefill leg, its own tail, captured as it ends.
+  std::shared_ptr<const SequenceTail> tail_in;
+  std::shared_ptr<const SequenceTail> tail_out;
 
   int64_t n_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - computed; }

@@ -1,6 +1,7 @@
 #include "engine/step_prepare.h"
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 
 #include "core/check.h"
@@ -11,9 +12,25 @@ namespace deepinfer::engine {
 
 Status StartRunnerSequence(ModelRunner& runner, Sequence* seq) {
   CHECK(!seq->runner) << "sequence " << seq->id << " already has model state";
-  std::unique_ptr<RunnerSequence> rs = runner.NewSequence(seq->prompt_len);
+  const int64_t prompt_len =
+      seq->request.leg_of_prompt_len > 0 ? seq->request.leg_of_prompt_len : seq->prompt_len;
+  std::unique_ptr<RunnerSequence> rs = runner.NewSequence(prompt_len);
   const int64_t hit = seq->computed;
-  if (hit > 0) {
+  if (seq->tail_in) {
+    // A handed-over tail (the scheduler admitted the sequence at its end): its partly written
+    // page into the page reserved for those positions, then the state.
+    std::shared_ptr<const SequenceTail> tail = std::move(seq->tail_in);
+    CHECK_EQ(hit, static_cast<int64_t>(tail->tokens.size()));
+    if (!tail->partial_page.empty()) {
+      const std::span<uint8_t> dst =
+          runner.PageBytes(seq->pages[static_cast<size_t>(hit / runner.page_tokens())]);
+      if (dst.size() != tail->partial_page.size()) {
+        return Internal("KV hand-off: the tail's partial page does not fit this engine's pages");
+      }
+      std::memcpy(dst.data(), tail->partial_page.data(), dst.size());
+    }
+    DI_RETURN_IF_ERROR(runner.RestoreSequence(rs.get(), seq->pages, tail->state));
+  } else if (hit > 0) {
     const int64_t blocks = hit / runner.page_tokens();
     DI_RETURN_IF_ERROR(runner.AdoptPrefix(
         rs.get(), std::span<const int32_t>(seq->pages).subspan(0, static_cast<size_t>(blocks)),

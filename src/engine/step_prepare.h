@@ -3,7 +3,8 @@
 //
 //   StartRunnerSequence  admission's model work: a sequence the scheduler admitted (pages taken,
 //                        `computed` = its prefix-cache hit, no runner sequence yet) gets a runner
-//                        sequence that adopts the hit pages
+//                        sequence that adopts the hit pages, or, admitted at the end of a
+//                        handed-over tail, the tail's partial page and state (page_handoff.h)
 //   BuildStepInputs      one RunnerInput per scheduled entry, in batch order: the tokens
 //                        [computed, computed + n), a view of the page table, how many rows of
 //                        logits the engine reads (the last row to sample; every row from the

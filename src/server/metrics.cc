@@ -59,6 +59,10 @@ void RenderRanks(const std::vector<RankHub::RankView>& ranks, std::string* out) 
       "prompt blocks found in each rank's prefix cache", ranks,
       [](const View& v) { return v.snapshot.prefix_hits; }, out);
   PerRank(
+      "deepinfer_rank_pd_tails_continued_total", "counter",
+      "requests that continued a handed-over sequence tail on each rank", ranks,
+      [](const View& v) { return v.snapshot.tails_continued; }, out);
+  PerRank(
       "deepinfer_rank_work_tokens", "gauge",
       "outstanding tokens of work placed on each rank (prompt + most output left)", ranks,
       [](const View& v) { return v.work; }, out);
@@ -191,6 +195,9 @@ std::string Metrics::Render(const EngineSnapshot& engine, const CpuTimes& cpu) c
   Counter("deepinfer_engine_steps_total", "engine steps", static_cast<double>(s.steps), &out);
   Counter("deepinfer_engine_preemptions_total", "sequences preempted by recompute",
           static_cast<double>(s.preemptions), &out);
+  Counter("deepinfer_pd_tails_continued_total",
+          "requests that continued a handed-over sequence tail (decode side, this rank)",
+          static_cast<double>(s.tails_continued), &out);
   Counter("deepinfer_requests_cancelled_total",
           "engine requests cancelled because their client disconnected",
           static_cast<double>(cancelled_), &out);
@@ -249,6 +256,9 @@ void RenderPdCounters(const PdCounters& c, std::string* out) {
           static_cast<double>(c.bundles_received), out);
   Counter("deepinfer_pd_pages_imported_total", "pages registered from hand-offs (decode side)",
           static_cast<double>(c.pages_imported), out);
+  Counter("deepinfer_pd_tails_held_total",
+          "hand-offs whose sequence tail is held for its request (decode side)",
+          static_cast<double>(c.tails_held), out);
   Counter("deepinfer_pd_bundles_refused_total",
           "page bundles refused: malformed, fingerprint, checksum (decode side)",
           static_cast<double>(c.receive_failures), out);

@@ -91,8 +91,12 @@ void PdEndpoint::Receive(const std::string& wire, const std::function<void(std::
       }
       ++counters_.bundles_received;
       counters_.pages_imported += r->imported;
-      respond(nlohmann::json{
-          {"ok", true}, {"imported", r->imported}, {"cached", r->cached}, {"dropped", r->dropped}}
+      counters_.tails_held += r->tail_held ? 1 : 0;
+      respond(nlohmann::json{{"ok", true},
+                             {"imported", r->imported},
+                             {"cached", r->cached},
+                             {"dropped", r->dropped},
+                             {"tail", r->tail_held}}
                   .dump());
     };
     if (rank != 0) {
@@ -108,9 +112,10 @@ void PdEndpoint::Receive(const std::string& wire, const std::function<void(std::
   if (!posted.ok()) refuse(posted.message());
 }
 
-StatusOr<engine::PageBundle> PdEndpoint::Export(const engine::Engine& engine,
-                                                const std::vector<int32_t>& prompt) const {
-  return engine.ExportPromptPages(prompt, fingerprint_);
+StatusOr<engine::PageBundle> PdEndpoint::Export(
+    const engine::Engine& engine, const std::vector<int32_t>& prompt,
+    std::shared_ptr<const engine::SequenceTail> tail) const {
+  return engine.ExportPromptPages(prompt, fingerprint_, std::move(tail));
 }
 
 StatusOr<HandoffReport> PdEndpoint::Send(engine::PageBundle bundle, int64_t prompt_tokens,
@@ -142,6 +147,7 @@ StatusOr<HandoffReport> PdEndpoint::Send(engine::PageBundle bundle, int64_t prom
   report.imported = j.value("imported", int64_t{0});
   report.cached = j.value("cached", int64_t{0});
   report.dropped = j.value("dropped", int64_t{0});
+  report.tail = j.value("tail", false);
   report.seconds = Since(started);
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.handoffs;

@@ -47,6 +47,7 @@ struct HandoffReport {
   int64_t imported = 0;  // of which the decode instance registered
   int64_t cached = 0;    // it already held
   int64_t dropped = 0;   // it had no page for
+  bool tail = false;     // the sequence's tail went too and is held for the request
   int64_t bytes = 0;     // on the wire
   double seconds = 0;    // export + transfer + import
 };
@@ -59,6 +60,7 @@ struct PdCounters {
   double seconds = 0;
   int64_t bundles_received = 0;  // decode side
   int64_t pages_imported = 0;
+  int64_t tails_held = 0;        // bundles whose sequence tail is held for its request
   int64_t receive_failures = 0;  // bundles refused (malformed, fingerprint, checksum)
 };
 
@@ -78,7 +80,8 @@ class PdEndpoint {
   // or a posted task): the prefill leg calls it as its request's last output is delivered, so
   // the hand-off does not wait for the end of the step in progress.
   StatusOr<engine::PageBundle> Export(const engine::Engine& engine,
-                                      const std::vector<int32_t>& prompt) const;
+                                      const std::vector<int32_t>& prompt,
+                                      std::shared_ptr<const engine::SequenceTail> tail) const;
   // Hands `bundle` to the decode instance at `decode_address`. Blocking: call it on
   // blocking_executor(). `started`: when the export began (the report's seconds count from it).
   StatusOr<HandoffReport> Send(engine::PageBundle bundle, int64_t prompt_tokens,

@@ -90,7 +90,7 @@ net::awaitable<HandoffOutcome> SendAsync(PdEndpoint* pd, engine::PageBundle* bun
   return net::co_spawn(pd->blocking_executor(), work, net::use_awaitable);
 }
 
-json ReportJson(const HandoffReport& r, int64_t cached_here, int32_t first_token) {
+json ReportJson(const HandoffReport& r, int64_t cached_here) {
   return json{{"prompt_tokens", r.prompt_tokens},
               {"prefill_cached_tokens", cached_here},
               {"pages", r.pages},
@@ -98,8 +98,8 @@ json ReportJson(const HandoffReport& r, int64_t cached_here, int32_t first_token
               {"cached_on_decode", r.cached},
               {"dropped", r.dropped},
               {"bytes", r.bytes},
-              {"seconds", r.seconds},
-              {"first_token", first_token}};
+              {"tail", r.tail},
+              {"seconds", r.seconds}};
 }
 
 }  // namespace
@@ -151,14 +151,20 @@ net::awaitable<void> HandlePdPrefill(ServerContext& ctx, Exchange& ex) {
 
 net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle style,
                                    GenerationInput input) {
-  // Only the prompt's pages matter to the decode instance: one greedy token, no grammar.
+  // Only the prompt's state matters to the decode instance: all of it but the last token (which
+  // the decode instance computes, sampling the first token with the request's own parameters),
+  // then one greedy token nobody reads, no grammar. A one-token prompt hands nothing over.
   engine::Request request;
   request.prompt = input.prompt;
+  if (request.prompt.size() > 1) {
+    request.prompt.pop_back();
+    request.leg_of_prompt_len = static_cast<int64_t>(input.prompt.size());
+  }
   request.params.max_tokens = 1;
   auto channel = std::make_shared<GenerationChannel>(co_await net::this_coro::executor);
   auto leg = std::make_shared<LegExport>();
   request.on_output = [channel, leg, pd = ctx.pd, engine = ctx.loop->engine_on_loop_thread(),
-                       prompt = input.prompt](const engine::RequestOutput& o) {
+                       prompt = request.prompt](const engine::RequestOutput& o) {
     GenEvent e;
     e.tokens = o.new_tokens;
     e.finished = o.finished;
@@ -168,7 +174,7 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
     // this output (RemoteForm::on_pages).
     if (engine::EndedAsAsked(o) && !leg->bundle) {
       leg->started = std::chrono::steady_clock::now();
-      leg->bundle = pd->Export(*engine, prompt);
+      leg->bundle = pd->Export(*engine, prompt, o.tail);
     }
     channel->Push(std::move(e));
   };
@@ -192,11 +198,9 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
     channel->Cancel();
     co_return co_await ex.SendError(style, ErrorFromStatus(verdict));
   }
-  int32_t first_token = -1;
   int64_t cached_here = 0;
   for (bool finished = false; !finished;) {
     for (const GenEvent& e : co_await channel->Next()) {
-      if (!e.tokens.empty()) first_token = e.tokens.front();
       cached_here = std::max(cached_here, e.prefix_hit_tokens);
       if (!e.finished) continue;
       finished = true;
@@ -223,7 +227,7 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
     error.http_status = 502;
     co_return co_await ex.SendError(style, error);
   }
-  const json report = ReportJson(outcome.report, cached_here, first_token);
+  const json report = ReportJson(outcome.report, cached_here);
   co_await ex.SendJson(200, report);
 }
 

@@ -127,6 +127,7 @@ void RankHub::Ship(int rank, engine::Request request, RemoteForm form,
                        .sample_index = request.sample_index,
                        .priority = request.priority,
                        .speculative = request.speculative,
+                       .leg_of_prompt_len = request.leg_of_prompt_len,
                        .form = std::move(form)};
   outbox_[static_cast<size_t>(rank)].requests.push_back(std::move(remote));
   Proxy p;

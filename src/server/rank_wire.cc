@@ -136,9 +136,9 @@ engine::RequestOutput OutputOf(const json& j) {
 }
 
 json SnapshotJson(const RankSnapshot& s) {
-  return {s.running,           s.waiting,        s.kv_pages_used,
-          s.kv_pages_capacity, s.rows_by_layer,  s.exchange_bytes,
-          s.exchange_seconds,  s.prefix_queries, s.prefix_hits};
+  return {s.running,       s.waiting,        s.kv_pages_used,    s.kv_pages_capacity,
+          s.rows_by_layer, s.exchange_bytes, s.exchange_seconds, s.prefix_queries,
+          s.prefix_hits,   s.tails_continued};
 }
 
 RankSnapshot SnapshotOf(const json& j) {
@@ -152,6 +152,7 @@ RankSnapshot SnapshotOf(const json& j) {
   s.exchange_seconds = j.at(6).get<double>();
   s.prefix_queries = j.at(7).get<int64_t>();
   s.prefix_hits = j.at(8).get<int64_t>();
+  s.tails_continued = j.at(9).get<int64_t>();
   return s;
 }
 
@@ -184,6 +185,7 @@ std::string EncodeToRank(const ToRank& m) {
                         {"sample_index", r.sample_index},
                         {"priority", r.priority},
                         {"speculative", r.speculative},
+                        {"leg_of_prompt_len", r.leg_of_prompt_len},
                         {"constraint", r.form.constraint},
                         {"thinking", r.form.thinking},
                         {"export_pages", r.form.export_pages}});
@@ -212,8 +214,8 @@ std::string EncodeFromRank(const FromRank& m) {
   }
   json imports = json::array();
   for (const RemoteImport& i : m.imports) {
-    imports.push_back(
-        {i.id, StatusJson(i.status), i.result.imported, i.result.cached, i.result.dropped});
+    imports.push_back({i.id, StatusJson(i.status), i.result.imported, i.result.cached,
+                       i.result.dropped, i.result.tail_held});
   }
   return Pack({{"verdicts", std::move(verdicts)},
                {"outputs", std::move(outputs)},
@@ -232,6 +234,7 @@ StatusOr<ToRank> DecodeToRank(std::string_view bytes) {
       q.sample_index = r.at("sample_index").get<int64_t>();
       q.priority = r.at("priority").get<int>();
       q.speculative = r.at("speculative").get<bool>();
+      q.leg_of_prompt_len = r.at("leg_of_prompt_len").get<int64_t>();
       q.form.constraint = r.at("constraint");
       q.form.thinking = r.at("thinking").get<bool>();
       q.form.export_pages = r.at("export_pages").get<bool>();
@@ -268,7 +271,8 @@ StatusOr<FromRank> DecodeFromRank(std::string_view bytes) {
                            .status = StatusOf(i.at(1)),
                            .result = {.imported = i.at(2).get<int64_t>(),
                                       .cached = i.at(3).get<int64_t>(),
-                                      .dropped = i.at(4).get<int64_t>()}});
+                                      .dropped = i.at(4).get<int64_t>(),
+                                      .tail_held = i.at(5).get<bool>()}});
     }
     m.snapshot = SnapshotOf(j.at("snapshot"));
     return m;

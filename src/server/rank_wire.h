@@ -42,6 +42,7 @@ struct RemoteRequest {
   int64_t sample_index = 0;
   int priority = 0;
   bool speculative = true;
+  int64_t leg_of_prompt_len = 0;  // engine::Request::leg_of_prompt_len
   RemoteForm form;
 };
 
@@ -53,6 +54,7 @@ struct RankSnapshot {
   int64_t kv_pages_capacity = 0;
   int64_t prefix_queries = 0;          // prompt blocks looked up in the rank's prefix cache
   int64_t prefix_hits = 0;             // and found
+  int64_t tails_continued = 0;         // requests that continued a handed-over sequence tail
   std::vector<int64_t> rows_by_layer;  // (row, expert) pairs this rank's experts ran, per layer
   int64_t exchange_bytes = 0;          // expert exchange bytes sent + received
   double exchange_seconds = 0.0;       // inside the expert exchange's MPI calls

@@ -15,6 +15,7 @@ void RankWorker::Add(RemoteRequest remote) {
   r.sample_index = remote.sample_index;
   r.priority = remote.priority;
   r.speculative = remote.speculative;
+  r.leg_of_prompt_len = remote.leg_of_prompt_len;
   Status s =
       api::AttachGrammar(options_.structured, remote.form.constraint, remote.form.thinking, &r);
   // The stop strings, as rank 0 checks them (RequestText feeds its own detokenizers).
@@ -32,7 +33,7 @@ void RankWorker::Add(RemoteRequest remote) {
     if (export_pages && engine::EndedAsAsked(o)) {
       // As rank 0's prefill leg does it: during the delivery, from the prefix cache.
       StatusOr<engine::PageBundle> pages =
-          options_.engine->ExportPromptPages(prompt, options_.fingerprint);
+          options_.engine->ExportPromptPages(prompt, options_.fingerprint, o.tail);
       out.has_pages = true;
       if (pages.ok()) {
         out.pages = engine::EncodeBundle(*pages);

@@ -105,6 +105,7 @@ server::RankSnapshot DescribeRank(const LoadedEngine& e) {
   r.kv_pages_capacity = stats.kv.capacity;
   r.prefix_queries = stats.kv.prefix_queries;
   r.prefix_hits = stats.kv.prefix_hits;
+  r.tails_continued = stats.tails_continued;
   if (e.experts) {
     const dist::ExpertParallelStats& ep = e.experts->stats();
     r.rows_by_layer = ep.rows_by_layer;

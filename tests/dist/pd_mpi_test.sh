@@ -44,14 +44,23 @@ handoffs="$(metric "$pre" deepinfer_pd_handoffs_total)"
 imported="$(metric "$dec" deepinfer_pd_pages_imported_total)"
 read -r ran0 ran1 <<<"$(per_rank "$dec" deepinfer_rank_requests_finished_total)"
 read -r hits0 hits1 <<<"$(per_rank "$dec" deepinfer_rank_prefix_cache_hits_total)"
+read -r tails0 tails1 <<<"$(per_rank "$dec" deepinfer_rank_pd_tails_continued_total)"
+held="$(metric "$dec" deepinfer_pd_tails_held_total)"
 echo "prefill legs per rank: $legs0 $legs1; hand-offs ${handoffs:-0}; pages imported ${imported:-0}"
 echo "decode requests per rank: $ran0 $ran1; decode-side prefix hits per rank: $hits0 $hits1"
+echo "sequence tails held: ${held:-0}; continued per rank: $tails0 $tails1"
 if [ "$legs1" -lt 1 ] || [ "$legs0" -lt 1 ] || [ "${handoffs:-0}" -lt 10 ]; then
   echo "the prefill legs did not run on both ranks of the prefill instance"; fail=1
 fi
 if [ "${imported:-0}" -lt 20 ] || [ "$ran1" -lt 1 ] || [ "$hits0" -lt 1 ] || [ "$hits1" -lt 1 ] ||
    [ $(( hits0 + hits1 )) -lt 20 ]; then
   echo "the decode instance's ranks did not take the prompts' pages"; fail=1
+fi
+# Every hand-off's tail (shipped through the exchanges on both sides) was held where its pages
+# went and continued there by its request.
+if [ "${held:-0}" != "${handoffs:-x}" ] || [ $(( tails0 + tails1 )) -ne "${held%.*}" ] ||
+   [ "$tails0" -lt 1 ] || [ "$tails1" -lt 1 ]; then
+  echo "the decode ranks did not continue every hand-off's tail"; fail=1
 fi
 failures="$(metric "$router" deepinfer_router_pd_fallbacks_total)"
 if [ "${failures:-0}" -ne 0 ]; then

@@ -49,9 +49,18 @@ for spec in off dspark; do
                $(metric "$dec2" deepinfer_pd_pages_imported_total | cut -d. -f1) ))
   hits=$(( $(metric "$dec1" deepinfer_prefix_cache_hits_total | cut -d. -f1) + \
            $(metric "$dec2" deepinfer_prefix_cache_hits_total | cut -d. -f1) ))
-  echo "spec $spec: hand-offs ${handoffs:-0}, pages imported $imported, decode-side prefix hits $hits"
+  held=$(( $(metric "$dec1" deepinfer_pd_tails_held_total | cut -d. -f1) + \
+           $(metric "$dec2" deepinfer_pd_tails_held_total | cut -d. -f1) ))
+  continued=$(( $(metric "$dec1" deepinfer_pd_tails_continued_total | cut -d. -f1) + \
+                $(metric "$dec2" deepinfer_pd_tails_continued_total | cut -d. -f1) ))
+  echo "spec $spec: hand-offs ${handoffs:-0}, pages imported $imported, decode-side prefix hits $hits," \
+       "tails held $held, continued $continued"
   if [ "${handoffs%.*}" -lt 10 ] || [ "$imported" -lt 20 ] || [ "$hits" -lt 20 ]; then
     echo "spec $spec: the decode instances did not take the prompts' pages"; fail=1
+  fi
+  # Every hand-off carried its sequence's tail and its request continued it (one position on D).
+  if [ "$held" -ne "${handoffs%.*}" ] || [ "$continued" -ne "$held" ]; then
+    echo "spec $spec: tails held $held / continued $continued for ${handoffs%.*} hand-offs"; fail=1
   fi
   if [ "$spec" = dspark ]; then
     for name in colo pre dec1 dec2 router; do p="pid_$name"; kill -TERM "${!p}" 2>/dev/null || true; done

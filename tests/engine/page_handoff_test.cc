@@ -4,6 +4,10 @@
 // (ids and logprob bits; greedy and seeded sampling); a corrupt page, a wrong fingerprint or
 // layout, and a bundle cut short change nothing; a pool too small keeps the chain's head and drops
 // its tail; the receiver's page pool stays consistent (CheckIntegrity after every step).
+// With a prefill leg's sequence tail (all of a prompt but its last token, the partial page and the
+// per-sequence state) the receiver computes one position and its outputs are still a cold
+// colocated run's, at prompt lengths on and off page boundaries, with DSpark on, with the pages
+// already cached; a corrupt tail changes nothing; a tail for another prompt is not used.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -31,7 +35,7 @@ class PageHandoffTest : public testing::FixtureModelModeTest {
     std::unique_ptr<DeepSeekRunner> runner;
     std::unique_ptr<Engine> engine;
   };
-  Harness Make(int64_t budget_pages, int64_t page_tokens = 8) {
+  Harness Make(int64_t budget_pages, int64_t page_tokens = 8, spec::SpecOptions so = {}) {
     DeepSeekRunnerOptions ro;
     ro.index_key_mode = GetParam();
     ro.page_tokens = page_tokens;
@@ -42,6 +46,7 @@ class PageHandoffTest : public testing::FixtureModelModeTest {
     eo.scheduler.max_running = 2;
     eo.scheduler.prefill_chunk = 16;
     eo.check_integrity = true;
+    eo.spec = so;
     auto engine = Engine::Create(runner->get(), eo, &model_->pool());
     EXPECT_TRUE(engine.ok()) << engine.status().ToString();
     return {std::move(*runner), std::move(*engine)};
@@ -87,7 +92,154 @@ class PageHandoffTest : public testing::FixtureModelModeTest {
     EXPECT_TRUE(bundle.ok()) << bundle.status().ToString();
     return std::move(*bundle);
   }
+
+  // A prefill leg's bundle: all of `prompt` but its last token, with the sequence's tail.
+  PageBundle PrefillLeg(const std::vector<int32_t>& prompt, spec::SpecOptions so = {}) {
+    Harness p = Make(64, 8, so);
+    const std::vector<int32_t> head(prompt.begin(), prompt.end() - 1);
+    Request r;
+    r.prompt = head;
+    r.leg_of_prompt_len = static_cast<int64_t>(prompt.size());
+    r.params.max_tokens = 1;
+    std::shared_ptr<const SequenceTail> tail;
+    int finals = 0;
+    r.on_output = [&](const RequestOutput& ro) {
+      if (!ro.finished) return;
+      ++finals;
+      tail = ro.tail;
+    };
+    EXPECT_TRUE(p.engine->Add(std::move(r)).ok());
+    EXPECT_TRUE(p.engine->RunUntilIdle().ok());
+    EXPECT_EQ(finals, 1);
+    EXPECT_NE(tail, nullptr);
+    auto bundle = p.engine->ExportPromptPages(head, kHandoffPrint, tail);
+    EXPECT_TRUE(bundle.ok()) << bundle.status().ToString();
+    EXPECT_NE(bundle->tail, nullptr);
+    return std::move(*bundle);
+  }
 };
+
+spec::SpecOptions DSpark() {
+  spec::SpecOptions so;
+  so.mode = spec::SpecMode::kDSpark;
+  so.policy = spec::SpecPolicy::kFixed;
+  so.min_gain = 0.0;
+  return so;
+}
+
+TEST_P(PageHandoffTest, ATailLeavesOnePositionAndKeepsTheBits) {
+  // 44: 43 positions = 5 pages + 3; 41: 40 = 5 pages exactly; 2: one position, no page; 9: one
+  // page + 0; 13: one page + 4.
+  for (const int len : {44, 41, 2, 9, 13}) {
+    const std::vector<int32_t> prompt = RandomPrompts(1, 100 + len, len - 1, 1, 3)[0];
+    ASSERT_EQ(static_cast<int>(prompt.size()), len);
+    for (const bool dspark : {false, true}) {
+      const spec::SpecOptions so = dspark ? DSpark() : spec::SpecOptions{};
+      const PageBundle bundle = PrefillLeg(prompt, so);
+      EXPECT_EQ(static_cast<int>(bundle.blocks.size()), (len - 1) / 8);
+      EXPECT_EQ(bundle.tail->partial_page.empty(), (len - 1) % 8 == 0);
+      auto wire = DecodeBundle(EncodeBundle(bundle));
+      ASSERT_TRUE(wire.ok()) << wire.status().ToString();
+      for (float temperature : {0.0f, 0.9f}) {
+        const std::string what = "len " + std::to_string(len) + " dspark " +
+                                 std::to_string(dspark) + " temperature " +
+                                 std::to_string(temperature);
+        Harness cold = Make(64, 8, so);
+        const HandoffRun colocated = Run(cold.engine.get(), prompt, temperature);
+        Harness d = Make(64, 8, so);
+        auto imported = d.engine->ImportPages(*wire, kHandoffPrint);
+        ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+        EXPECT_TRUE(imported->tail_held);
+        EXPECT_EQ(d.engine->held_tails(), 1);
+        const HandoffRun handed = Run(d.engine.get(), prompt, temperature);
+        EXPECT_EQ(handed.prefix_hit, len - 1) << what;
+        EXPECT_EQ(d.engine->held_tails(), 0) << what;
+        EXPECT_EQ(handed.ids, colocated.ids) << what;
+        EXPECT_EQ(handed.logprob_bits, colocated.logprob_bits) << what;
+        // The same hand-off again, its pages now cached here: the tail still carries the rest.
+        imported = d.engine->ImportPages(*wire, kHandoffPrint);
+        ASSERT_TRUE(imported.ok());
+        EXPECT_EQ(imported->imported, 0);
+        const HandoffRun again = Run(d.engine.get(), prompt, temperature);
+        EXPECT_EQ(again.prefix_hit, len - 1) << what;
+        EXPECT_EQ(again.ids, colocated.ids) << what;
+        EXPECT_EQ(again.logprob_bits, colocated.logprob_bits) << what;
+        EXPECT_TRUE(d.engine->CheckIntegrity().ok());
+      }
+    }
+  }
+}
+
+TEST_P(PageHandoffTest, ABadOrForeignTailChangesNothing) {
+  const std::vector<int32_t> prompt = RandomPrompts(1, 17, 20, 1, 3)[0];  // 21 tokens
+  const PageBundle bundle = PrefillLeg(prompt);
+  ASSERT_EQ(bundle.blocks.size(), 2u);
+  Harness cold = Make(64);
+  const HandoffRun colocated = Run(cold.engine.get(), prompt, 0.0f);
+
+  Harness d = Make(64);
+  PageBundle corrupt = bundle;
+  auto bad = std::make_shared<SequenceTail>(*bundle.tail);
+  bad->state[bad->state.size() / 2] ^= 1;
+  corrupt.tail = bad;
+  auto r = d.engine->ImportPages(corrupt, kHandoffPrint);
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("tail"), std::string::npos) << r.status().message();
+  EXPECT_EQ(d.engine->kv().counters().cached, 0);  // no page either
+  EXPECT_EQ(d.engine->held_tails(), 0);
+
+  // A tail that does not fit its pages (one page missing) is refused too.
+  PageBundle short_chain = bundle;
+  short_chain.blocks.pop_back();
+  EXPECT_EQ(d.engine->ImportPages(short_chain, kHandoffPrint).status().code(),
+            StatusCode::kDataLoss);
+
+  // Cut short on the wire.
+  const std::string wire = EncodeBundle(bundle);
+  EXPECT_EQ(DecodeBundle(wire.substr(0, wire.size() - 9)).status().code(), StatusCode::kDataLoss);
+
+  // Held, but the request's prompt differs inside the tail's partial page, or has one token
+  // more: the tail is not used (an ordinary prefix hit of the complete pages) and the bits are a
+  // cold run's.
+  ASSERT_TRUE(d.engine->ImportPages(bundle, kHandoffPrint).ok());
+  std::vector<int32_t> inside = prompt;
+  inside[18] = inside[18] == 5 ? 6 : 5;
+  std::vector<int32_t> longer = prompt;
+  longer.push_back(7);
+  for (const auto& other : {inside, longer}) {
+    Harness cold_other = Make(64);
+    const HandoffRun other_cold = Run(cold_other.engine.get(), other, 0.0f);
+    const HandoffRun other_handed = Run(d.engine.get(), other, 0.0f);
+    EXPECT_EQ(other_handed.prefix_hit, 16);
+    EXPECT_EQ(other_handed.ids, other_cold.ids);
+    EXPECT_EQ(other_handed.logprob_bits, other_cold.logprob_bits);
+    EXPECT_EQ(d.engine->held_tails(), 1);
+  }
+  // Only the last token differs: the tail holds every position before it, so it is used, and
+  // the bits are that prompt's cold run's.
+  std::vector<int32_t> last = prompt;
+  last.back() = last.back() == 5 ? 6 : 5;
+  Harness cold_last = Make(64);
+  const HandoffRun last_cold = Run(cold_last.engine.get(), last, 0.0f);
+  const HandoffRun last_handed = Run(d.engine.get(), last, 0.0f);
+  EXPECT_EQ(last_handed.prefix_hit, 20);
+  EXPECT_EQ(last_handed.ids, last_cold.ids);
+  EXPECT_EQ(last_handed.logprob_bits, last_cold.logprob_bits);
+  EXPECT_EQ(d.engine->held_tails(), 0);
+  (void)colocated;
+  EXPECT_TRUE(d.engine->CheckIntegrity().ok());
+}
+
+TEST_P(PageHandoffTest, ALegIsAPromptsHeadWithOneSample) {
+  Harness p = Make(64);
+  Request r;
+  r.prompt = {5, 6, 7};
+  r.leg_of_prompt_len = 5;
+  EXPECT_EQ(p.engine->Add(r).status().code(), StatusCode::kInvalidArgument);
+  r.leg_of_prompt_len = 4;
+  r.params.n = 2;
+  EXPECT_EQ(p.engine->Add(r).status().code(), StatusCode::kInvalidArgument);
+}
 
 TEST_P(PageHandoffTest, ImportedPagesGiveAColocatedRunsBits) {
   const std::vector<int32_t> long_prompt = RandomPrompts(1, 12, 43, 1, 3)[0];  // 44 tokens: 5 pages

@@ -57,6 +57,7 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   r.sample_index = 2;
   r.priority = -1;
   r.speculative = false;
+  r.leg_of_prompt_len = 41;
   r.form.constraint = {{"regex", "[a-z]+"}};
   r.form.thinking = true;
   r.form.export_pages = true;
@@ -91,6 +92,7 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   EXPECT_EQ(b.sample_index, 2);
   EXPECT_EQ(b.priority, -1);
   EXPECT_FALSE(b.speculative);
+  EXPECT_EQ(b.leg_of_prompt_len, 41);
   EXPECT_EQ(b.form.constraint, r.form.constraint);
   EXPECT_TRUE(b.form.thinking);
   EXPECT_TRUE(b.form.export_pages);
@@ -121,7 +123,7 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
                           .has_pages = true,
                           .pages_status = NotFound("no pages"),
                           .pages = ""});
-  from.imports.push_back({.id = 9, .status = Status::Ok(), .result = {3, 2, 1}});
+  from.imports.push_back({.id = 9, .status = Status::Ok(), .result = {3, 2, 1, true}});
   from.imports.push_back({.id = 11, .status = DataLoss("page 2 fails its checksum"), .result = {}});
   from.snapshot = {.running = 2,
                    .waiting = 1,
@@ -129,6 +131,7 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
                    .kv_pages_capacity = 64,
                    .prefix_queries = 12,
                    .prefix_hits = 5,
+                   .tails_continued = 4,
                    .rows_by_layer = {5, 6},
                    .exchange_bytes = 999,
                    .exchange_seconds = 0.125};
@@ -161,11 +164,14 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   EXPECT_EQ(fb->imports[0].result.imported, 3);
   EXPECT_EQ(fb->imports[0].result.cached, 2);
   EXPECT_EQ(fb->imports[0].result.dropped, 1);
+  EXPECT_TRUE(fb->imports[0].result.tail_held);
+  EXPECT_FALSE(fb->imports[1].result.tail_held);
   EXPECT_EQ(fb->imports[1].status.code(), StatusCode::kDataLoss);
   EXPECT_EQ(fb->snapshot.rows_by_layer, from.snapshot.rows_by_layer);
   EXPECT_EQ(fb->snapshot.exchange_seconds, 0.125);
   EXPECT_EQ(fb->snapshot.prefix_queries, 12);
   EXPECT_EQ(fb->snapshot.prefix_hits, 5);
+  EXPECT_EQ(fb->snapshot.tails_continued, 4);
 }
 
 TEST(RankWire, MalformedBytesAreDataLoss) {

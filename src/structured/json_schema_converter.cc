@@ -1,10 +1,12 @@
 #include "structured/json_schema_converter.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <vector>
@@ -434,40 +436,152 @@ class Converter {
     return Define(hint + "_not", body);
   }
 
-  // The integers that are multiples of `k` (a positive integer up to 1000), as decimal text: a
-  // digit-by-digit remainder automaton (one rule per remainder). A non-integer multipleOf is
-  // refused: validators disagree on it (float division).
-  StatusOr<std::string> MultipleOf(const Json& k_json) {
-    if (!k_json.is_number() || k_json.get<double>() <= 0) {
+  // The numbers that are multiples of m = p / 10^d, m > 0 an exact decimal (the schema's own text
+  // of it: "1.5", "0.0001", "1e-8"; p up to 1000 after dropping trailing zeros), as decimal text
+  // without exponent: x is a multiple iff x * 10^d is an integer divisible by p. A digit-by-digit
+  // remainder automaton: one rule per remainder of the integer part, and per remainder and count
+  // j <= d of the fraction digits read (a fraction digit past the d-th must be 0). With
+  // `integer_only` (type integer) no fraction is written. Integers (d = 0) are as before.
+  StatusOr<std::string> MultipleOf(const Json& m_json, bool integer_only) {
+    if (!m_json.is_number() || m_json.get<double>() <= 0) {
       return InvalidArgument("'multipleOf' must be a number above 0");
     }
-    const double kd = k_json.get<double>();
-    if (kd != static_cast<double>(static_cast<int64_t>(kd)) || kd > 1000) {
+    int64_t p = 0;
+    int d = 0;
+    if (!ExactDecimal(m_json.dump(), &p, &d) || p > 1000) {
       return InvalidArgument(
-          "JSON Schema keyword 'multipleOf' is supported for integers from 1 to 1000 only (" +
-          k_json.dump() + " given)");
+          "JSON Schema keyword 'multipleOf' is supported for decimals p * 10^-d with p up to 1000 "
+          "(" +
+          m_json.dump() + " given: its remainder automaton would need too many states)");
     }
-    const auto k = static_cast<int64_t>(kd);
-    auto [it, added] = multiple_rules_.try_emplace(k);
-    if (!added) return it->second;
-    // rem[r]: the rest of the digits after a prefix whose value is r modulo k.
-    std::vector<std::string> rem(static_cast<size_t>(k));
-    for (int64_t r = 0; r < k; ++r) rem[r] = NewRule("multiple_" + std::to_string(k));
-    for (int64_t r = 0; r < k; ++r) {
-      std::string body;
-      for (int d = 0; d <= 9; ++d) {
-        body += (d ? " | \"" : "\"") + std::to_string(d) + "\" " + rem[(r * 10 + d) % k];
+    if (integer_only) {
+      // An integer n is a multiple iff n * 10^d is divisible by p: n by p / gcd(p, 10^d).
+      for (int i = 0; i < d; ++i) {
+        const int64_t g = std::gcd(p, int64_t{10});
+        if (g == 1) break;
+        p /= g;
       }
-      if (r == 0) body += " | \"\"";
-      rules_.emplace_back(rem[r], body);
+      d = 0;
     }
-    std::string start = "\"0\" | \"-\"? (";
-    for (int d = 1; d <= 9; ++d) {
-      start += (d > 1 ? " | \"" : "\"") + std::to_string(d) + "\" " + rem[d % k];
+    const std::string key = std::to_string(p) + "e-" + std::to_string(d);
+    auto [it, added] = multiple_rules_.try_emplace(key);
+    if (!added) return it->second;
+    const std::string tag = std::to_string(p) + (d > 0 ? "_" + std::to_string(d) : "");
+    // (r * 10^k) mod p.
+    auto shifted = [p](int64_t r, int k) {
+      for (int i = 0; i < k; ++i) r = r * 10 % p;
+      return r;
+    };
+    // After j fraction digits with every digit read worth c mod p: whether the number may end
+    // here, and whether some continuation still ends in a multiple (live). A fraction digit
+    // past the d-th must be 0.
+    const auto P = static_cast<size_t>(p);
+    auto ends = [&](int j, int64_t c) { return j >= 1 && shifted(c, d - j) == 0; };
+    std::vector<std::vector<uint8_t>> live(static_cast<size_t>(d) + 1, std::vector<uint8_t>(P));
+    for (int j = d; j >= 0; --j) {
+      for (int64_t c = 0; c < p; ++c) {
+        bool ok = ends(j, c) || (j == d && c == 0);
+        for (int dig = 0; dig <= 9 && !ok && j < d; ++dig) ok = live[j + 1][(c * 10 + dig) % p];
+        live[j][c] = ok;
+      }
+    }
+    // whole[r]: the rest after integer digits worth r mod p; frac[j][c]: after j fraction digits.
+    std::vector<std::string> whole(P);
+    std::vector<std::vector<std::string>> frac(static_cast<size_t>(d) + 1,
+                                               std::vector<std::string>(P));
+    for (auto& r : whole) r = NewRule("multiple_" + tag);
+    for (int j = 0; j <= d; ++j) {
+      for (int64_t c = 0; c < p; ++c) {
+        if (live[j][c]) frac[j][c] = NewRule("multiple_" + tag + "_frac");
+      }
+    }
+    auto alt = [](std::string* body, const std::string& a) {
+      *body += (body->empty() ? "" : " | ") + a;
+    };
+    // What may follow integer digits worth r: the end (a multiple without fraction), or the
+    // fraction.
+    auto after_whole = [&](int64_t r) {
+      std::string tail;
+      if (shifted(r, d) == 0) alt(&tail, "\"\"");
+      if (d > 0 && live[0][r]) alt(&tail, "\".\" " + frac[0][r]);
+      return tail;
+    };
+    for (int64_t r = 0; r < p; ++r) {
+      std::string body;
+      for (int dig = 0; dig <= 9; ++dig) {
+        alt(&body, "\"" + std::to_string(dig) + "\" " + whole[(r * 10 + dig) % p]);
+      }
+      const std::string tail = after_whole(r);
+      if (!tail.empty()) alt(&body, tail);
+      rules_.emplace_back(whole[r], body);
+    }
+    for (int j = 0; j <= d; ++j) {
+      for (int64_t c = 0; c < p; ++c) {
+        if (!live[j][c]) continue;
+        std::string body;
+        if (j < d) {
+          for (int dig = 0; dig <= 9; ++dig) {
+            const int64_t next = (c * 10 + dig) % p;
+            if (live[j + 1][next]) {
+              alt(&body, "\"" + std::to_string(dig) + "\" " + frac[j + 1][next]);
+            }
+          }
+          if (ends(j, c)) alt(&body, "\"\"");
+        } else {
+          body = "\"0\"*";  // c == 0: a multiple; trailing zeros keep it one
+        }
+        rules_.emplace_back(frac[j][c], body);
+      }
+    }
+    // No "-0" alone (as for integers); "-0.5" is a number like any other.
+    std::string start = "\"0\"";
+    if (d > 0 && live[0][0]) {
+      start = "\"-\"? \"0\" \".\" " + frac[0][0] + " | \"0\"";
+    }
+    start += " | \"-\"? (";
+    for (int dig = 1; dig <= 9; ++dig) {
+      start += (dig > 1 ? " | \"" : "\"") + std::to_string(dig) + "\" " + whole[dig % p];
     }
     start += ")";
-    it->second = Define("multiple_of_" + std::to_string(k), start);
+    it->second = Define("multiple_of_" + tag, start);
     return it->second;
+  }
+
+  // `text` (a JSON number) as p * 10^-d with p a positive integer without trailing zeros of
+  // at most 18 digits, d >= 0; false when it is not such a number.
+  static bool ExactDecimal(const std::string& text, int64_t* p, int* d) {
+    std::string digits;
+    int exp10 = 0;
+    size_t i = 0;
+    bool point = false;
+    for (; i < text.size() && text[i] != 'e' && text[i] != 'E'; ++i) {
+      if (text[i] == '.') {
+        point = true;
+      } else if (std::isdigit(static_cast<unsigned char>(text[i]))) {
+        digits += text[i];
+        if (point) --exp10;
+      } else {
+        return false;
+      }
+    }
+    if (i < text.size()) {
+      try {
+        exp10 += std::stoi(text.substr(i + 1));
+      } catch (...) {
+        return false;
+      }
+    }
+    while (!digits.empty() && digits.front() == '0') digits.erase(digits.begin());
+    while (!digits.empty() && digits.back() == '0') digits.pop_back(), ++exp10;
+    if (digits.empty() || digits.size() > 18 || exp10 < -18) return false;
+    int64_t v = std::stoll(digits);
+    for (; exp10 > 0; --exp10) {
+      if (v > int64_t{1} << 55) return false;
+      v *= 10;
+    }
+    *p = v;
+    *d = -exp10;
+    return true;
   }
 
   // Any value of JSON type `t`.
@@ -534,7 +648,7 @@ class Converter {
           return InvalidArgument(
               "JSON Schema keyword 'multipleOf' is not supported together with minimum/maximum");
         }
-        return MultipleOf(s["multipleOf"]);
+        return MultipleOf(s["multipleOf"], type == "integer");
       }
       if (type == "integer") return IntegerRangeEbnf(b);
       if (!bounded) return std::string("json_number");
@@ -1159,8 +1273,8 @@ class Converter {
   std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> ref_rules_;
-  std::map<std::string, std::string> length_rules_;  // "lo,hi" -> the bounded string's rule
-  std::map<int64_t, std::string> multiple_rules_;    // k -> the multiples of k
+  std::map<std::string, std::string> length_rules_;    // "lo,hi" -> the bounded string's rule
+  std::map<std::string, std::string> multiple_rules_;  // "pe-d" -> the multiples of p / 10^d
   int n_rules_ = 0;
 };
 

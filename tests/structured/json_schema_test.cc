@@ -92,7 +92,9 @@ TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
        "the 2 distinct values uniqueItems allows"},
       {R"({"items": {"type": "integer", "minimum": 0, "maximum": 40}, "uniqueItems": true})",
        "grammar states"},
-      {R"({"type": "number", "multipleOf": 0.5})", "'multipleOf' is supported for integers"},
+      {R"({"type": "number", "multipleOf": 0.123456789})",
+       "'multipleOf' is supported for decimals"},
+      {R"({"type": "number", "multipleOf": 1e300})", "'multipleOf' is supported for decimals"},
       {R"({"type": "integer", "multipleOf": 3, "maximum": 9})", "together with minimum/maximum"},
       {R"({"patternProperties": {"^a": {}}, "additionalProperties": true})",
        "'patternProperties' is supported without additionalProperties"},
@@ -322,6 +324,54 @@ TEST(JsonSchema, IntegerMultipleOfIsARemainderAutomaton) {
   auto n = Schema(R"({"type": "number", "multipleOf": 250})");
   EXPECT_TRUE(FullMatch(n, "1000"));
   EXPECT_FALSE(FullMatch(n, "1001"));
+}
+
+// A decimal multipleOf p / 10^d: the same automaton over the digits of x * 10^d, checked against
+// exact rational arithmetic on every number of up to 3 integer and 4 fraction digits.
+TEST(JsonSchema, DecimalMultipleOfIsExact) {
+  struct Case {
+    const char* schema;
+    int64_t p, scale;  // multiples of p / scale
+    bool integer;
+  };
+  const std::vector<Case> cases = {
+      {R"({"type": "number", "multipleOf": 1.5})", 15, 10, false},
+      {R"({"type": "number", "multipleOf": 0.01})", 1, 100, false},
+      {R"({"type": "number", "multipleOf": 0.75})", 75, 100, false},
+      {R"({"type": "number", "multipleOf": 2.5e-2})", 25, 1000, false},
+      {R"({"type": "number", "multipleOf": 0.007})", 7, 1000, false},
+      {R"({"type": "integer", "multipleOf": 0.4})", 4, 10, true},  // integers: multiples of 2
+      {R"({"type": "integer", "multipleOf": 1e-8})", 1, 100000000, true},
+      {R"({"type": "integer", "multipleOf": 5.12})", 512, 100, true},  // integers: of 128
+  };
+  for (const Case& c : cases) {
+    auto g = Schema(c.schema);
+    ASSERT_NE(g, nullptr) << c.schema;
+    for (int whole = 0; whole < 1000; whole += 13) {
+      for (int f_digits = 0; f_digits <= (c.integer ? 0 : 4); ++f_digits) {
+        int pow = 1;
+        for (int i = 0; i < f_digits; ++i) pow *= 10;
+        for (int frac = 0; frac < pow; frac += (pow > 100 ? 89 : 1)) {
+          std::string text = std::to_string(whole);
+          if (f_digits > 0) {
+            std::string f = std::to_string(frac);
+            text += "." + std::string(static_cast<size_t>(f_digits) - f.size(), '0') + f;
+          }
+          // x = (whole * pow + frac) / pow is a multiple of p / scale iff
+          // (whole * pow + frac) * scale is divisible by p * pow.
+          const __int128 num = (static_cast<__int128>(whole) * pow + frac) * c.scale;
+          const bool multiple = num % (static_cast<__int128>(c.p) * pow) == 0;
+          EXPECT_EQ(FullMatch(g, text), multiple) << c.schema << " " << text;
+          if (whole > 0 || frac > 0) {
+            EXPECT_EQ(FullMatch(g, "-" + text), multiple) << c.schema << " -" << text;
+          }
+        }
+      }
+    }
+    EXPECT_FALSE(FullMatch(g, "-0")) << c.schema;
+    EXPECT_FALSE(FullMatch(g, "1.")) << c.schema;
+    EXPECT_FALSE(FullMatch(g, "01")) << c.schema;
+  }
 }
 
 TEST(JsonSchema, ContainsCountsTheMatchingElements) {

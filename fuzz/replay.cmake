@@ -33,6 +33,13 @@ add_test(NAME fuzz_replay.request_parser
          COMMAND request_parser_replay ${DEEPINFER_FUZZ_DIR}/corpus/request_parser)
 set_tests_properties(fuzz_replay.request_parser PROPERTIES LABELS server)
 
+add_executable(handoff_wire_replay ${DEEPINFER_FUZZ_DIR}/handoff_wire_fuzz.cc
+                                   ${DEEPINFER_FUZZ_DIR}/replay_main.cc)
+target_link_libraries(handoff_wire_replay PRIVATE deepinfer_engine)
+add_test(NAME fuzz_replay.handoff_wire
+         COMMAND handoff_wire_replay ${DEEPINFER_FUZZ_DIR}/corpus/handoff_wire)
+set_tests_properties(fuzz_replay.handoff_wire PROPERTIES LABELS engine)
+
 add_executable(grammar_replay ${DEEPINFER_FUZZ_DIR}/grammar_fuzz.cc ${DEEPINFER_FUZZ_DIR}/replay_main.cc)
 target_link_libraries(grammar_replay PRIVATE deepinfer_structured)
 add_test(NAME fuzz_replay.grammar COMMAND grammar_replay ${DEEPINFER_FUZZ_DIR}/corpus/grammar)

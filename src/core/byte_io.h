@@ -24,7 +24,7 @@ template <typename T>
 void PutArray(std::string* out, const std::vector<T>& v) {
   static_assert(std::is_trivially_copyable_v<T>);
   PutValue(out, static_cast<uint64_t>(v.size()));
-  out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  if (!v.empty()) out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
 // u64 byte count, then the bytes.
@@ -58,7 +58,7 @@ class ByteReader {
     uint64_t n = 0;
     if (!Get(&n) || n > in_.size() / sizeof(T)) return false;
     v->resize(static_cast<size_t>(n));
-    std::memcpy(v->data(), in_.data(), static_cast<size_t>(n) * sizeof(T));
+    if (n > 0) std::memcpy(v->data(), in_.data(), static_cast<size_t>(n) * sizeof(T));
     in_.remove_prefix(static_cast<size_t>(n) * sizeof(T));
     return true;
   }

@@ -126,6 +126,7 @@ void RunMaskBench(benchmark::State& state, const std::string& schema) {
   state.counters["cold_p99_us"] = Quantile(cold, 0.99);
   state.counters["cold_max_us"] = Quantile(cold, 1.0);
   state.counters["cache_entries"] = static_cast<double>(g->n_entries());
+  state.counters["derived_entries"] = static_cast<double>(g->n_derived_entries());
 }
 
 void BM_ToolCallMask(benchmark::State& state) { RunMaskBench(state, kToolSchema); }

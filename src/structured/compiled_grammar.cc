@@ -1,5 +1,7 @@
 #include "structured/compiled_grammar.h"
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "structured/ebnf_parser.h"
@@ -9,8 +11,11 @@
 namespace deepinfer::structured {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
-                                 std::shared_ptr<const Vocabulary> vocab)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), space_(grammar_) {
+                                 std::shared_ptr<const Vocabulary> vocab, size_t refine_threshold)
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      refine_threshold_(refine_threshold),
+      space_(grammar_) {
   MapRepeatChains();
 }
 
@@ -43,6 +48,8 @@ void CompiledGrammar::MapRepeatChains() {
   const Grammar& g = *grammar_;
   canonical_.resize(g.elements().size());
   for (size_t e = 0; e < canonical_.size(); ++e) canonical_[e] = static_cast<int32_t>(e);
+  derive_twin_.assign(g.elements().size(), -1);
+  derive_copies_.assign(g.elements().size(), 0);
   const auto twin_at = static_cast<size_t>(vocab_->max_token_bytes()) + 2;  // T
   for (const std::vector<int32_t>& chain : g.repeat_chains()) {
     if (chain.size() <= twin_at) continue;
@@ -51,6 +58,15 @@ void CompiledGrammar::MapRepeatChains() {
     if (first.alternatives.size() != 2 || g.SuffixMinBytes(first.alternatives[0]) < 1) continue;
     const int32_t twin = chain[twin_at - 1];
     const int32_t twin_begin = RuleSpan(g, twin).first;
+    for (size_t j = 2; j < twin_at; ++j) {
+      const int32_t rule = chain[j - 1];
+      if (!SameLayout(g, rule, twin)) continue;
+      const auto [begin, end] = RuleSpan(g, rule);
+      for (int32_t e = begin; e < end; ++e) {
+        derive_twin_[static_cast<size_t>(e)] = twin_begin + (e - begin);
+        derive_copies_[static_cast<size_t>(e)] = static_cast<int32_t>(j);
+      }
+    }
     for (size_t k = twin_at + 1; k <= chain.size(); ++k) {
       const int32_t rule = chain[k - 1];
       if (!SameLayout(g, rule, twin)) continue;
@@ -67,9 +83,19 @@ size_t CompiledGrammar::n_entries() const {
   return cache_.size();
 }
 
-const CompiledGrammar::MaskEntry& CompiledGrammar::Lookup(const std::vector<int32_t>& key) const {
-  std::string k(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int32_t));
+size_t CompiledGrammar::n_derived_entries() const {
   std::lock_guard<std::mutex> lock(mu_);
+  return derived_;
+}
+
+const CompiledGrammar::MaskEntry& CompiledGrammar::Lookup(const std::vector<int32_t>& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return LookupLocked(key);
+}
+
+const CompiledGrammar::MaskEntry& CompiledGrammar::LookupLocked(
+    const std::vector<int32_t>& key) const {
+  std::string k(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int32_t));
   auto it = cache_.find(k);
   if (it != cache_.end()) return *it->second;
   auto entry = Compute(key);
@@ -79,6 +105,67 @@ const CompiledGrammar::MaskEntry& CompiledGrammar::Lookup(const std::vector<int3
 std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
     const std::vector<int32_t>& key) const {
   CHECK(key.size() >= 3) << "mask key too short";
+  const Vocabulary& v = *vocab_;
+  auto entry = std::make_unique<MaskEntry>();
+  // A base entry whose verdicts bound this key's (compiled_grammar.h): the twin key of a frame
+  // in the last positions of a bounded repetition, else the key one parent shallower.
+  std::vector<int32_t> base_key = key;
+  int64_t m = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    if (i == 1) continue;  // the top frame's sub-position, not an element
+    const auto e = static_cast<size_t>(key[i]);
+    if (derive_twin_[e] < 0) continue;
+    base_key[i] = derive_twin_[e];
+    m = std::min<int64_t>(m, derive_copies_[e] - 1);
+  }
+  if (base_key == key && key.size() > 3) {
+    base_key.erase(base_key.end() - 2);
+    base_key.back() = -2;
+  }
+  if (base_key == key) {
+    Walk(key, v.sorted_ids(), v.sorted_lcp(), {}, entry.get());
+    return entry;
+  }
+  const MaskEntry& base = LookupLocked(base_key);
+  // Its accepted tokens of at most m bytes are accepted here, its rejected ones rejected; the
+  // rest is walked.
+  std::vector<uint8_t> walk(static_cast<size_t>(v.size()), 0);
+  std::vector<int32_t> accepted;
+  auto take = [&](int32_t id) {
+    if (static_cast<int64_t>(v.bytes(id).size()) <= m) {
+      accepted.push_back(id);
+    } else {
+      walk[static_cast<size_t>(id)] = 1;
+    }
+  };
+  if (!base.accepted_bits.empty()) {
+    for (int32_t id = 0; id < v.size(); ++id) {
+      if ((base.accepted_bits[static_cast<size_t>(id >> 5)] >> (id & 31)) & 1) take(id);
+    }
+  } else {
+    for (int32_t id : base.accepted_ids) take(id);
+  }
+  for (int32_t id : base.uncertain_ids) walk[static_cast<size_t>(id)] = 1;
+  // The tokens to walk in byte order, each with its common prefix with the one before.
+  std::vector<int32_t> ids;
+  std::vector<uint16_t> lcp;
+  uint16_t run = 0;
+  for (size_t i = 0; i < v.sorted_ids().size(); ++i) {
+    if (i > 0) run = std::min(run, v.sorted_lcp()[i]);
+    const int32_t id = v.sorted_ids()[i];
+    if (!walk[static_cast<size_t>(id)]) continue;
+    ids.push_back(id);
+    lcp.push_back(ids.size() == 1 ? 0 : run);
+    run = std::numeric_limits<uint16_t>::max();
+  }
+  Walk(key, ids, lcp, std::move(accepted), entry.get());
+  ++derived_;
+  return entry;
+}
+
+void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int32_t> ids,
+                           std::span<const uint16_t> lcp, std::vector<int32_t> accepted,
+                           MaskEntry* entry) const {
   // Rebuild the cut-off stack in our own space, bottom first.
   const bool exact = key.back() == -1;
   int32_t parent = exact ? StateSpace::kRootParent : StateSpace::kContextParent;
@@ -86,12 +173,10 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
   const int32_t top = space_.InternNode(key[0], key[1], parent);
   const int32_t start = space_.SingleTopState(top);
 
-  auto entry = std::make_unique<MaskEntry>();
-  std::vector<int32_t> accepted;
   const Vocabulary& v = *vocab_;
   std::vector<int32_t>& uncertain = entry->uncertain_ids;
-  WalkTokens(space_, start, v.sorted_ids(), v.sorted_lcp(), v.all_bytes(), walk_states_,
-             walk_context_, [&](int32_t id, TokenVerdict verdict) {
+  WalkTokens(space_, start, ids, lcp, v.all_bytes(), walk_states_, walk_context_,
+             [&](int32_t id, TokenVerdict verdict) {
                if (verdict == TokenVerdict::kAccepted) {
                  accepted.push_back(id);
                } else if (verdict == TokenVerdict::kUncertain) {
@@ -99,11 +184,8 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
                }
              });
   const int depth = static_cast<int>(key.size()) - 2;
-  if (uncertain.size() > kRefineThreshold && !exact && depth < kMaxKeyDepth) {
-    entry->refine = true;
-    uncertain.clear();
-    return entry;
-  }
+  // A refined entry keeps its verdicts: deeper keys are derived from them.
+  entry->refine = uncertain.size() > refine_threshold_ && !exact && depth < kMaxKeyDepth;
   entry->uncertain_lcp.assign(uncertain.size(), 0);
   for (size_t i = 1; i < uncertain.size(); ++i) {
     const std::string& a = v.bytes(uncertain[i - 1]);
@@ -118,11 +200,11 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
   } else {
     entry->accepted_ids = std::move(accepted);
   }
-  return entry;
 }
 
-GrammarCompiler::GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached)
-    : vocab_(std::move(vocab)), max_cached_(max_cached) {}
+GrammarCompiler::GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached,
+                                 size_t refine_threshold)
+    : vocab_(std::move(vocab)), max_cached_(max_cached), refine_threshold_(refine_threshold) {}
 
 size_t GrammarCompiler::cache_hits() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -147,7 +229,8 @@ StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Cached(
   }
   DI_ASSIGN_OR_RETURN(std::string ebnf, to_ebnf());
   DI_ASSIGN_OR_RETURN(std::shared_ptr<const Grammar> grammar, BuildEbnfGrammar(ebnf, root));
-  auto compiled = std::make_shared<const CompiledGrammar>(std::move(grammar), vocab_);
+  auto compiled =
+      std::make_shared<const CompiledGrammar>(std::move(grammar), vocab_, refine_threshold_);
   std::lock_guard<std::mutex> lock(mu_);
   if (cache_.size() >= max_cached_) cache_.clear();  // crude bound; grammars are cheap to rebuild
   cache_.emplace(key, compiled);

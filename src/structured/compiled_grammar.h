@@ -17,12 +17,25 @@
 // same way. Keys therefore name such elements by their twin in opt_T (CanonicalElement), and one
 // entry serves every position of, say, a string of maxLength 256 until fewer than T characters
 // are left (a position per character before: a vocabulary walk each on first use).
+// The last positions (opt_j, 2 <= j < T) keep entries of their own, derived from their twin
+// key's entry E (the same key with every chain element moved to opt_T) without walking the whole
+// vocabulary: opt_j's strings are a subset of opt_T's, so a token E rejects is rejected, and a
+// token E accepts whose bytes are at most m (the fewest copies any of the key's chain frames still
+// has after the current one) is accepted (no token starts more copies than it has bytes). Only
+// E's longer accepted tokens and its uncertain ones are walked: the entry equals a full walk's.
+//
+// Deeper keys. An entry with too many uncertain tokens asks for a key with one more parent frame
+// (refine). The deeper key's entry is derived from the shallower one the same way (m unbounded):
+// a token accepted or rejected without looking past the shallower key's frames keeps its verdict
+// whatever lies below them, so only the shallower entry's uncertain tokens (over a thousand, not
+// the whole vocabulary) are walked. Both derivations give exactly a full walk's entry.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -38,17 +51,20 @@ namespace deepinfer::structured {
 class CompiledGrammar {
  public:
   struct MaskEntry {
-    bool refine = false;                  // too many uncertain tokens: use a deeper key
+    bool refine = false;  // too many uncertain tokens: use a deeper key (the verdicts stay, for
+                          // deriving the deeper entries)
     std::vector<uint32_t> accepted_bits;  // a full bitmask, or empty when accepted_ids is used
     std::vector<int32_t> accepted_ids;
     std::vector<int32_t> uncertain_ids;  // in byte order
     std::vector<uint16_t> uncertain_lcp;
   };
-  // More uncertain tokens than this make an entry ask for a deeper key (up to kMaxKeyDepth).
+  // More uncertain tokens than this make an entry ask for a deeper key (up to kMaxKeyDepth); the
+  // default, a constructor argument for tests.
   static constexpr size_t kRefineThreshold = 1024;
   static constexpr int kMaxKeyDepth = 8;
 
-  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
+  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                  size_t refine_threshold = kRefineThreshold);
 
   const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
   const Vocabulary& vocabulary() const { return *vocab_; }
@@ -58,16 +74,31 @@ class CompiledGrammar {
   // as this object.
   const MaskEntry& Lookup(const std::vector<int32_t>& key) const;
   size_t n_entries() const;
+  // Of which derived from another entry (a bounded repetition's twin, or the key one parent
+  // shallower: no whole-vocabulary walk).
+  size_t n_derived_entries() const;
   // The element a key names for `elem` (itself, or its twin in opt_T of a bounded repetition).
   int32_t CanonicalElement(int32_t elem) const { return canonical_[static_cast<size_t>(elem)]; }
 
  private:
   std::unique_ptr<MaskEntry> Compute(const std::vector<int32_t>& key) const;
+  // Lookup with mu_ held.
+  const MaskEntry& LookupLocked(const std::vector<int32_t>& key) const;
+  // The verdicts of `ids` (a byte-ordered subset of the vocabulary, lcp as WalkTokens wants)
+  // from the key's single top state into `entry` (accepted ids appended to `accepted`), then
+  // the entry finished (refine, lcp of the uncertain ones, bitmask or id list).
+  void Walk(const std::vector<int32_t>& key, std::span<const int32_t> ids,
+            std::span<const uint16_t> lcp, std::vector<int32_t> accepted, MaskEntry* entry) const;
   void MapRepeatChains();
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocab_;
+  size_t refine_threshold_;
   std::vector<int32_t> canonical_;  // per element: CanonicalElement
+  // Per element of a chain rule opt_j with 2 <= j < T laid out as opt_T: its twin in opt_T and
+  // j (twin -1 otherwise).
+  std::vector<int32_t> derive_twin_, derive_copies_;
+  mutable size_t derived_ = 0;
   mutable std::mutex mu_;
   mutable StateSpace space_;
   mutable std::unordered_map<std::string, std::unique_ptr<MaskEntry>> cache_;
@@ -79,7 +110,8 @@ class CompiledGrammar {
 // Thread-safe. Compilation itself is cheap (parse + lower); mask entries are built lazily.
 class GrammarCompiler {
  public:
-  explicit GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached = 512);
+  explicit GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached = 512,
+                           size_t refine_threshold = CompiledGrammar::kRefineThreshold);
 
   StatusOr<std::shared_ptr<const CompiledGrammar>> CompileEbnf(std::string_view text,
                                                                const std::string& root = "root");
@@ -100,6 +132,7 @@ class GrammarCompiler {
 
   std::shared_ptr<const Vocabulary> vocab_;
   size_t max_cached_;
+  size_t refine_threshold_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> cache_;
   size_t hits_ = 0;

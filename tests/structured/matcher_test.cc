@@ -52,9 +52,13 @@ using testing::Bit;
 
 // Random walks; at every step the mask must equal brute force, and every allowed token must
 // leave a non-empty mask (or terminate).
-void CheckWalks(const std::string& ebnf, int n_walks, int max_steps) {
+// `refine_threshold`: small values make the matcher refine keys (and derive the deeper entries
+// from the shallower ones) where the default never would on this vocabulary.
+void CheckWalks(const std::string& ebnf, int n_walks, int max_steps,
+                size_t refine_threshold = CompiledGrammar::kRefineThreshold,
+                size_t* derived = nullptr) {
   auto vocab = SyntheticVocabulary();
-  GrammarCompiler compiler(vocab);
+  GrammarCompiler compiler(vocab, 512, refine_threshold);
   auto compiled = compiler.CompileEbnf(ebnf);
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
   std::mt19937 rng(11);
@@ -86,6 +90,7 @@ void CheckWalks(const std::string& ebnf, int n_walks, int max_steps) {
     }
     EXPECT_TRUE(m.IsTerminated()) << "walk " << w << " did not finish";
   }
+  if (derived != nullptr) *derived = (*compiled)->n_derived_entries();
 }
 
 TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonSchema) {
@@ -102,6 +107,11 @@ TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonSchema) {
   })");
   ASSERT_TRUE(ebnf.ok()) << ebnf.status().ToString();
   CheckWalks(*ebnf, 12, 40);
+  // Refining at 4 uncertain tokens: most keys go deeper, their entries derived from the
+  // shallower ones (compiled_grammar.h, "Deeper keys"); every mask still equals brute force.
+  size_t derived = 0;
+  CheckWalks(*ebnf, 12, 40, 4, &derived);
+  EXPECT_GT(derived, 20u);
 }
 
 // Long bounded strings: positions with more characters left than any token has bytes share one
@@ -115,6 +125,9 @@ TEST(GrammarMatcher, MaskEqualsBruteForceOnLongBoundedStrings) {
     "required": ["a", "b"]})");
   ASSERT_TRUE(ebnf.ok()) << ebnf.status().ToString();
   CheckWalks(*ebnf, 8, 70);
+  size_t derived = 0;
+  CheckWalks(*ebnf, 8, 70, 4, &derived);  // both derivations at once
+  EXPECT_GT(derived, 40u);
 }
 
 TEST(GrammarMatcher, LongBoundedStringPositionsShareMaskEntries) {
@@ -140,10 +153,13 @@ TEST(GrammarMatcher, LongBoundedStringPositionsShareMaskEntries) {
   // entries (the key depths), not one per position; the last `twin` positions have their own.
   EXPECT_LE(shared, 6u);
   EXPECT_GE((*g)->n_entries(), shared + static_cast<size_t>(twin) - 2);
+  // Those are derived from the shared entry (each mask equal to brute force above).
+  EXPECT_GE((*g)->n_derived_entries(), static_cast<size_t>(twin) - 3);
 }
 
 TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonObjectAndUtf8) {
   CheckWalks(JsonObjectEbnf(), 8, 30);
+  CheckWalks(JsonObjectEbnf(), 8, 30, 4);
   CheckWalks("root ::= ([\\u00e0-\\u00ff] | \"a\" | \"\\\"\")+ \"}\"", 6, 20);
 }
 

@@ -10,8 +10,14 @@
 namespace deepinfer::engine {
 namespace {
 
-// Tails an engine holds for requests still to come; the oldest go first.
+// Tails an engine holds for requests still to come, and their bytes at most (the released
+// model's tail is ~10 MB: window rings of 40 layers and a page); the oldest go first.
 constexpr size_t kHeldTails = 16;
+constexpr size_t kHeldTailBytes = size_t{256} << 20;
+
+size_t TailBytes(const SequenceTail& t) {
+  return t.state.size() + t.partial_page.size() + t.tokens.size() * sizeof(int32_t);
+}
 
 }  // namespace
 
@@ -121,7 +127,12 @@ StatusOr<ImportResult> Engine::ImportPages(const PageBundle& bundle,
       return t->tokens == bundle.tail->tokens;
     });
     tails_.push_back(bundle.tail);
-    while (tails_.size() > kHeldTails) tails_.pop_front();
+    size_t bytes = 0;
+    for (const auto& t : tails_) bytes += TailBytes(*t);
+    while (tails_.size() > 1 && (tails_.size() > kHeldTails || bytes > kHeldTailBytes)) {
+      bytes -= TailBytes(*tails_.front());
+      tails_.pop_front();
+    }
     result.tail_held = true;
   }
   return result;

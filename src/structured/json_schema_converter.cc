@@ -88,6 +88,7 @@ class Converter {
 
  private:
   static constexpr int kMaxDepth = 64;
+  static constexpr size_t kMaxDependentSchemas = 4;
 
   std::string NewRule(const std::string& hint) {
     std::string clean;
@@ -179,6 +180,10 @@ class Converter {
       return InvalidArgument("schema 'false' matches nothing");
     }
     if (!s.is_object()) return InvalidArgument("a schema must be an object or a boolean");
+    if (HasSchemaDependencies(s)) {
+      DI_ASSIGN_OR_RETURN(Json branches, DependentSchemasAsAnyOf(s));
+      return Visit(branches, hint, depth + 1);
+    }
     if (s.contains("not")) return Not(s, hint, depth);
     if (s.contains("if")) return IfThenElse(s, hint, depth);
     DI_RETURN_IF_ERROR(CheckKeywords(s));
@@ -912,6 +917,82 @@ class Converter {
     return Json{{"allOf", all}};
   }
 
+  // dependentSchemas (or draft 4-7 schema-valued `dependencies`): whether `s` has any.
+  static bool HasSchemaDependencies(const Json& s) {
+    if (s.contains("dependentSchemas") &&
+        !(s["dependentSchemas"].is_object() && s["dependentSchemas"].empty())) {
+      return true;
+    }
+    if (!s.contains("dependencies") || !s["dependencies"].is_object()) return false;
+    return std::any_of(s["dependencies"].begin(), s["dependencies"].end(),
+                       [](const Json& v) { return !v.is_array(); });
+  }
+
+  // `s` with its schema dependencies {p: S, ...} as an anyOf over which of the trigger
+  // properties are present: each branch is allOf(s without them, per trigger p either
+  // "p absent" (properties {p: false}) or "p present and S" (required [p] and S)). Exact: an
+  // object takes the one branch its keys select; other values pass every branch. Up to
+  // kMaxDependentSchemas triggers (2^n branches).
+  StatusOr<Json> DependentSchemasAsAnyOf(const Json& s) {
+    Json rest = s;
+    std::vector<std::pair<std::string, Json>> deps;
+    if (s.contains("dependentSchemas")) {
+      if (!s["dependentSchemas"].is_object()) {
+        return InvalidArgument("'dependentSchemas' must be an object");
+      }
+      for (auto it = s["dependentSchemas"].begin(); it != s["dependentSchemas"].end(); ++it) {
+        deps.emplace_back(it.key(), it.value());
+      }
+      rest.erase("dependentSchemas");
+    }
+    if (s.contains("dependencies") && s["dependencies"].is_object()) {
+      Json names = Json::object();  // the array-valued ones stay (dependentRequired)
+      for (auto it = s["dependencies"].begin(); it != s["dependencies"].end(); ++it) {
+        if (it.value().is_array()) {
+          names[it.key()] = it.value();
+        } else {
+          deps.emplace_back(it.key(), it.value());
+        }
+      }
+      rest.erase("dependencies");
+      if (!names.empty()) rest["dependencies"] = names;
+    }
+    // A true dependency adds nothing.
+    std::erase_if(deps, [](const auto& d) { return d.second == Json(true); });
+    if (deps.size() > kMaxDependentSchemas) {
+      return InvalidArgument("JSON Schema keyword 'dependentSchemas' is supported for up to " +
+                             std::to_string(kMaxDependentSchemas) + " trigger properties (" +
+                             std::to_string(deps.size()) + " given: one grammar branch per " +
+                             "subset of them)");
+    }
+    // Where the schema itself forbids a trigger, only its "absent" branches exist.
+    DI_ASSIGN_OR_RETURN(const Json flat, Flatten(rest, 0));
+    auto forbidden = [&](const std::string& name) {
+      const Json props = flat.value("properties", Json::object());
+      if (props.contains(name)) return Never(props[name]);
+      return flat.value("additionalProperties", Json(true)) == Json(false) &&
+             !flat.contains("patternProperties");
+    };
+    Json branches = Json::array();
+    for (size_t mask = 0; mask < (size_t{1} << deps.size()); ++mask) {
+      Json all = Json::array({rest});
+      bool possible = true;
+      for (size_t i = 0; i < deps.size(); ++i) {
+        const auto& [name, schema] = deps[i];
+        if (!(mask >> i & 1)) {
+          all.push_back(Json{{"properties", Json{{name, false}}}});
+        } else if (schema == Json(false) || forbidden(name)) {
+          possible = false;  // present is not allowed: no such branch
+        } else {
+          all.push_back(Json{{"required", Json::array({name})}});
+          all.push_back(schema);
+        }
+      }
+      if (possible) branches.push_back(Json{{"allOf", all}});
+    }
+    return Json{{"anyOf", branches}};
+  }
+
   // The names each dependentRequired (or draft 4-7 array-valued `dependencies`) trigger needs.
   static StatusOr<std::map<std::string, std::vector<std::string>>> Dependencies(const Json& s) {
     std::map<std::string, std::vector<std::string>> out;
@@ -922,8 +1003,7 @@ class Converter {
       for (auto it = s[key].begin(); it != s[key].end(); ++it) {
         if (!it.value().is_array()) {
           return InvalidArgument(std::string("JSON Schema keyword '") + key +
-                                 "' is supported with arrays of names only (schema-valued "
-                                 "dependencies are dependentSchemas, which is not)");
+                                 "' must map names to arrays of names or to schemas");
         }
         for (const Json& name : it.value()) {
           if (!name.is_string())

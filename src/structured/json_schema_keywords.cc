@@ -38,6 +38,7 @@ const std::set<std::string>& Handled() {
                                           "exclusiveMaximum",
                                           "contains",
                                           "dependentRequired",
+                                          "dependentSchemas",
                                           "dependencies",
                                           "patternProperties",
                                           "propertyNames",
@@ -57,8 +58,7 @@ const std::set<std::string>& Handled() {
 }
 
 const std::set<std::string>& Unsupported() {
-  static const std::set<std::string> k = {"dependentSchemas", "not", "$dynamicRef",
-                                          "$recursiveRef"};
+  static const std::set<std::string> k = {"not", "$dynamicRef", "$recursiveRef"};
   return k;
 }
 
@@ -215,10 +215,12 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
       out[k] = it.value();
     } else if (k == "properties") {
       for (auto p = it.value().begin(); p != it.value().end(); ++p) {
-        if (out[k].contains(p.key()) && out[k][p.key()] != p.value()) {
-          out[k][p.key()] = Json{{"allOf", Json::array({out[k][p.key()], p.value()})}};
-        } else {
-          out[k][p.key()] = p.value();
+        // Both apply: true adds nothing, false forbids the property whatever the other says.
+        Json& mine = out[k][p.key()];  // null when absent
+        if (mine.is_null() || mine == Json(true) || p.value() == Json(false)) {
+          mine = p.value();
+        } else if (p.value() != Json(true) && mine != Json(false) && mine != p.value()) {
+          mine = Json{{"allOf", Json::array({mine, p.value()})}};
         }
       }
     } else if (k == "required") {

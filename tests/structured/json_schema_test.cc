@@ -98,8 +98,8 @@ TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
       {R"({"type": "integer", "multipleOf": 3, "maximum": 9})", "together with minimum/maximum"},
       {R"({"patternProperties": {"^a": {}}, "additionalProperties": true})",
        "'patternProperties' is supported without additionalProperties"},
-      {R"({"dependentSchemas": {"a": {"required": ["b"]}}})",
-       "'dependentSchemas' is not supported"},
+      {R"({"dependentSchemas": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {"minProperties": 1}}})",
+       "up to 4 trigger properties"},
       {R"({"if": {"required": ["a"]}, "then": {"required": ["b"]}})", "keyword 'if' is supported"},
       {R"({"not": {"type": "object", "required": ["a"]}})", "'not' is not supported"},
       {R"({"not": {}})", "nothing matches"},
@@ -324,6 +324,37 @@ TEST(JsonSchema, IntegerMultipleOfIsARemainderAutomaton) {
   auto n = Schema(R"({"type": "number", "multipleOf": 250})");
   EXPECT_TRUE(FullMatch(n, "1000"));
   EXPECT_FALSE(FullMatch(n, "1001"));
+}
+
+// dependentSchemas (and draft 4-7 schema-valued dependencies): the object's branch is chosen by
+// which trigger properties it has; a false dependency forbids its trigger.
+TEST(JsonSchema, DependentSchemasApplyWhenTheirPropertyIsPresent) {
+  auto g = Schema(R"({"type": "object",
+      "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+      "dependentSchemas": {"a": {"properties": {"b": {"minimum": 3}}, "required": ["b"]}}})");
+  ASSERT_NE(g, nullptr);
+  for (const char* ok : {R"({"b":1})", R"({"a":1,"b":5})", "{}"}) {
+    EXPECT_TRUE(FullMatch(g, ok)) << ok;
+  }
+  for (const char* bad : {R"({"a":1,"b":1})", R"({"a":1})", R"({"b":"x"})"}) {
+    EXPECT_FALSE(FullMatch(g, bad)) << bad;
+  }
+  auto boolean = Schema(R"({"properties": {"foo": {}, "bar": {}},
+      "dependentSchemas": {"foo": true, "bar": false}})");
+  ASSERT_NE(boolean, nullptr);
+  EXPECT_TRUE(FullMatch(boolean, R"({"foo":1})"));
+  EXPECT_TRUE(FullMatch(boolean, "{}"));
+  EXPECT_TRUE(FullMatch(boolean, "12"));  // not an object: nothing to depend on
+  EXPECT_FALSE(FullMatch(boolean, R"({"bar":2})"));
+  EXPECT_FALSE(FullMatch(boolean, R"({"foo":1,"bar":2})"));
+  auto draft7 = Schema(R"({"properties": {"a": {}, "b": {"type": "string"}, "c": {}},
+      "dependencies": {"a": {"properties": {"b": {"maxLength": 1}}}, "c": ["b"]}})");
+  ASSERT_NE(draft7, nullptr);
+  EXPECT_TRUE(FullMatch(draft7, R"({"b":"xyz"})"));
+  EXPECT_TRUE(FullMatch(draft7, R"({"a":1,"b":"x"})"));
+  EXPECT_FALSE(FullMatch(draft7, R"({"a":1,"b":"xy"})"));
+  EXPECT_FALSE(FullMatch(draft7, R"({"c":1})"));  // the array form still requires b
+  EXPECT_TRUE(FullMatch(draft7, R"({"b":"xy","c":1})"));
 }
 
 // A decimal multipleOf p / 10^d: the same automaton over the digits of x * 10^d, checked against
@@ -594,7 +625,11 @@ TEST(JsonSchema, DependentRequiredHoldsOverTheWrittenProperties) {
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "properties": {"a": {}}, "required": ["a"],
       "dependentRequired": {"a": ["b"]}, "additionalProperties": false})")
                    .ok());
-  EXPECT_FALSE(JsonSchemaToEbnf(R"({"dependencies": {"a": {"required": ["b"]}}})").ok());
+  // Schema-valued dependencies are dependentSchemas (their own test): a present "a" needs "b".
+  auto schema_valued = Schema(R"({"dependencies": {"a": {"required": ["b"]}}})");
+  ASSERT_NE(schema_valued, nullptr);
+  EXPECT_TRUE(FullMatch(schema_valued, R"({"a":1,"b":2})"));
+  EXPECT_FALSE(FullMatch(schema_valued, R"({"a":1})"));
 }
 
 TEST(JsonSchema, PatternPropertiesApplyToTheListedAndRequiredNames) {

@@ -107,45 +107,57 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
   CHECK(key.size() >= 3) << "mask key too short";
   const Vocabulary& v = *vocab_;
   auto entry = std::make_unique<MaskEntry>();
-  // A base entry whose verdicts bound this key's (compiled_grammar.h): the twin key of a frame
-  // in the last positions of a bounded repetition, else the key one parent shallower.
-  std::vector<int32_t> base_key = key;
+  // Entries whose verdicts bound this key's (compiled_grammar.h): the twin key of a frame in the
+  // last positions of a bounded repetition, and the key one parent shallower.
+  std::vector<int32_t> twin_key = key;
   int64_t m = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i + 1 < key.size(); ++i) {
     if (i == 1) continue;  // the top frame's sub-position, not an element
     const auto e = static_cast<size_t>(key[i]);
     if (derive_twin_[e] < 0) continue;
-    base_key[i] = derive_twin_[e];
+    twin_key[i] = derive_twin_[e];
     m = std::min<int64_t>(m, derive_copies_[e] - 1);
   }
-  if (base_key == key && key.size() > 3) {
-    base_key.erase(base_key.end() - 2);
-    base_key.back() = -2;
+  std::vector<int32_t> shallow_key;
+  if (key.size() > 3) {
+    shallow_key = key;
+    shallow_key.erase(shallow_key.end() - 2);
+    shallow_key.back() = -2;
   }
-  if (base_key == key) {
+  if (twin_key == key && shallow_key.empty()) {
     Walk(key, v.sorted_ids(), v.sorted_lcp(), {}, entry.get());
     return entry;
   }
-  const MaskEntry& base = LookupLocked(base_key);
-  // Its accepted tokens of at most m bytes are accepted here, its rejected ones rejected; the
-  // rest is walked.
-  std::vector<uint8_t> walk(static_cast<size_t>(v.size()), 0);
-  std::vector<int32_t> accepted;
-  auto take = [&](int32_t id) {
-    if (static_cast<int64_t>(v.bytes(id).size()) <= m) {
-      accepted.push_back(id);
+  // Per token: open (walked), accepted or rejected. A base accepts its accepted tokens of at
+  // most `max_bytes` bytes and rejects what it neither accepts nor leaves uncertain; a token
+  // one base leaves open takes the other's verdict (they never disagree: both are exact).
+  enum : uint8_t { kOpen, kAccepted, kRejected };
+  std::vector<uint8_t> verdict(static_cast<size_t>(v.size()), kOpen);
+  std::vector<uint8_t> mine(static_cast<size_t>(v.size()));
+  auto apply = [&](const MaskEntry& base, int64_t max_bytes) {
+    std::fill(mine.begin(), mine.end(), kRejected);
+    auto accept = [&](int32_t id) {
+      mine[static_cast<size_t>(id)] =
+          static_cast<int64_t>(v.bytes(id).size()) <= max_bytes ? kAccepted : kOpen;
+    };
+    if (!base.accepted_bits.empty()) {
+      for (int32_t id = 0; id < v.size(); ++id) {
+        if ((base.accepted_bits[static_cast<size_t>(id >> 5)] >> (id & 31)) & 1) accept(id);
+      }
     } else {
-      walk[static_cast<size_t>(id)] = 1;
+      for (int32_t id : base.accepted_ids) accept(id);
+    }
+    for (int32_t id : base.uncertain_ids) mine[static_cast<size_t>(id)] = kOpen;
+    for (size_t id = 0; id < verdict.size(); ++id) {
+      if (verdict[id] == kOpen) verdict[id] = mine[id];
     }
   };
-  if (!base.accepted_bits.empty()) {
-    for (int32_t id = 0; id < v.size(); ++id) {
-      if ((base.accepted_bits[static_cast<size_t>(id >> 5)] >> (id & 31)) & 1) take(id);
-    }
-  } else {
-    for (int32_t id : base.accepted_ids) take(id);
+  if (twin_key != key) apply(LookupLocked(twin_key), m);
+  if (!shallow_key.empty()) apply(LookupLocked(shallow_key), std::numeric_limits<int64_t>::max());
+  std::vector<int32_t> accepted;
+  for (int32_t id = 0; id < v.size(); ++id) {
+    if (verdict[static_cast<size_t>(id)] == kAccepted) accepted.push_back(id);
   }
-  for (int32_t id : base.uncertain_ids) walk[static_cast<size_t>(id)] = 1;
   // The tokens to walk in byte order, each with its common prefix with the one before.
   std::vector<int32_t> ids;
   std::vector<uint16_t> lcp;
@@ -153,7 +165,7 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
   for (size_t i = 0; i < v.sorted_ids().size(); ++i) {
     if (i > 0) run = std::min(run, v.sorted_lcp()[i]);
     const int32_t id = v.sorted_ids()[i];
-    if (!walk[static_cast<size_t>(id)]) continue;
+    if (verdict[static_cast<size_t>(id)] != kOpen) continue;
     ids.push_back(id);
     lcp.push_back(ids.size() == 1 ? 0 : run);
     run = std::numeric_limits<uint16_t>::max();

@@ -28,7 +28,8 @@
 // (refine). The deeper key's entry is derived from the shallower one the same way (m unbounded):
 // a token accepted or rejected without looking past the shallower key's frames keeps its verdict
 // whatever lies below them, so only the shallower entry's uncertain tokens (over a thousand, not
-// the whole vocabulary) are walked. Both derivations give exactly a full walk's entry.
+// the whole vocabulary) are walked. A key with both bases walks only what both leave open. The
+// derivations give exactly a full walk's entry.
 #pragma once
 
 #include <cstdint>

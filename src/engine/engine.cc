@@ -182,8 +182,7 @@ bool Engine::Fork(Sequence* lead, Sequence* seq) {
 }
 
 void Engine::Retire(Sequence* seq) {
-  if (seq->request.leg_of_prompt_len > 0 && seq->runner && seq->finish &&
-      (*seq->finish == FinishReason::kStop || *seq->finish == FinishReason::kLength)) {
+  if (seq->request.leg_of_prompt_len > 0 && seq->runner && EndedAsAsked(seq->finish)) {
     seq->tail_out = CaptureTail(*seq);
   }
   // Samples still waiting for this one's prompt compute it themselves.

@@ -44,9 +44,7 @@ StatusOr<PageBundle> Engine::ExportPromptPages(std::span<const int32_t> prompt,
     b.checksum = PageChecksum(b.bytes);
   }
   // The tail continues the pages only when all of its complete pages are among them.
-  if (tail && std::ranges::equal(tail->tokens, prompt) &&
-      static_cast<int64_t>(prompt.size()) / bundle.page_tokens ==
-          static_cast<int64_t>(bundle.blocks.size())) {
+  if (tail && std::ranges::equal(tail->tokens, prompt) && TailFitsBundle(*tail, bundle)) {
     bundle.tail = std::move(tail);
   }
   return bundle;
@@ -82,14 +80,11 @@ StatusOr<ImportResult> Engine::ImportPages(const PageBundle& bundle,
       return DataLoss("KV hand-off: the sequence tail (" + std::to_string(t.tokens.size()) +
                       " positions) fails its checksum");
     }
-    const auto n = static_cast<int64_t>(t.tokens.size());
-    const bool partial = n % bundle.page_tokens != 0;
-    if (t.prompt_len != n + 1 ||
-        n / bundle.page_tokens != static_cast<int64_t>(bundle.blocks.size()) ||
-        static_cast<int64_t>(t.partial_page.size()) != (partial ? bundle.page_bytes : 0)) {
-      return DataLoss("KV hand-off: a tail of " + std::to_string(n) + " positions of a " +
-                      std::to_string(t.prompt_len) + "-token prompt does not fit " +
-                      std::to_string(bundle.blocks.size()) + " pages");
+    if (!TailFitsBundle(t, bundle)) {
+      return DataLoss("KV hand-off: a tail of " + std::to_string(t.tokens.size()) +
+                      " positions of a " + std::to_string(t.prompt_len) +
+                      "-token prompt does not fit " + std::to_string(bundle.blocks.size()) +
+                      " pages");
     }
   }
   ImportResult result;

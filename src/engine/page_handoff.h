@@ -80,6 +80,10 @@ struct ImportResult {
 uint64_t PageChecksum(std::string_view bytes);
 // XXH3-64 over the tail's prompt length, tokens, state and partial page.
 uint64_t TailChecksum(const SequenceTail& tail);
+// Whether `tail` continues exactly the complete pages of `bundle`: one page per complete block of
+// its positions, a partial page of the bundle's size exactly when its positions end inside one,
+// a prompt one token longer.
+bool TailFitsBundle(const SequenceTail& tail, const PageBundle& bundle);
 
 std::string EncodeBundle(const PageBundle& bundle);
 // DataLoss on a malformed bundle (bad magic or version, sizes that do not add up).

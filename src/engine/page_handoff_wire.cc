@@ -34,6 +34,14 @@ uint64_t TailChecksum(const SequenceTail& tail) {
   return h;
 }
 
+bool TailFitsBundle(const SequenceTail& tail, const PageBundle& bundle) {
+  const auto n = static_cast<int64_t>(tail.tokens.size());
+  const bool partial = n % bundle.page_tokens != 0;
+  return tail.prompt_len == n + 1 &&
+         n / bundle.page_tokens == static_cast<int64_t>(bundle.blocks.size()) &&
+         static_cast<int64_t>(tail.partial_page.size()) == (partial ? bundle.page_bytes : 0);
+}
+
 std::string EncodeBundle(const PageBundle& bundle) {
   std::string out;
   out.reserve(64 + bundle.fingerprint.size() +

@@ -43,11 +43,12 @@ struct RequestOutput {
   std::shared_ptr<const SequenceTail> tail;
 };
 
-// Whether `o` is a request's last delivery and the request ended as asked (a stop, or its length),
-// not aborted or failed.
-inline bool EndedAsAsked(const RequestOutput& o) {
-  return o.finished && (*o.finished == FinishReason::kStop || *o.finished == FinishReason::kLength);
+// Whether a request ended, and as asked (a stop, or its length), not aborted or failed: from its
+// finish reason (none: not ended), or from a delivery (its last one).
+inline bool EndedAsAsked(const std::optional<FinishReason>& finish) {
+  return finish && (*finish == FinishReason::kStop || *finish == FinishReason::kLength);
 }
+inline bool EndedAsAsked(const RequestOutput& o) { return EndedAsAsked(o.finished); }
 
 struct Request {
   std::vector<int32_t> prompt;

@@ -204,8 +204,7 @@ net::awaitable<void> RunPrefillLeg(ServerContext& ctx, Exchange& ex, ApiStyle st
       cached_here = std::max(cached_here, e.prefix_hit_tokens);
       if (!e.finished) continue;
       finished = true;
-      if (*e.finished != engine::FinishReason::kLength &&
-          *e.finished != engine::FinishReason::kStop) {
+      if (!engine::EndedAsAsked(e.finished)) {
         ex.StopWatching();
         const Status why = e.error.ok() ? Internal("the prefill was cancelled") : e.error;
         co_return co_await ex.SendError(style, ErrorFromStatus(Internal(why.message())));

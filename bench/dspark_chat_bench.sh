@@ -4,7 +4,9 @@
 # --spec dspark, one request at a time (the latency case speculative decoding exists for), at
 # temperature 0 and 1; bench-serve's output tokens/s and TPOT, and from the DSpark server's
 # /metrics the acceptance rate and the tokens one verify step yields.
-#   usage: bench/dspark_chat_bench.sh [MODEL]   (default build/default-model; BIN=build/release/deepinfer)
+#   usage: bench/dspark_chat_bench.sh [MODEL]   (default build/default-model; BIN=build/release/deepinfer;
+#          SPEC_ARGS="--spec-policy fixed --spec-length 1 --spec-draft-vocab all": more flags for
+#          the DSpark server; TEMPS="0 1": the temperatures)
 # The prompts: bench/datasets/chat_questions.txt rendered by `deepinfer render-chat` (the server's
 # prompt for one user message) and tokenized, replies up to 128 tokens ending at EOS.
 set -euo pipefail
@@ -34,9 +36,10 @@ for line in sys.stdin:
 n="${N:-$(wc -l <"$work/chat.jsonl")}"
 echo "$n chat prompts (N=… to change)"
 
-for temp in 0 1; do
+for temp in ${TEMPS:-0 1}; do
   for spec in off dspark; do
-    start serve "$BIN" serve --model "$MODEL" --port 0 --served-model-name m --kv-budget 1G --spec "$spec"
+    start serve "$BIN" serve --model "$MODEL" --port 0 --served-model-name m --kv-budget 1G --spec "$spec" \
+      $([ "$spec" = dspark ] && echo "${SPEC_ARGS:-}")
     url="$(wait_url "$work/serve.log")"
     "$BIN" bench-serve --base-url "$url" --model m --max-concurrency 1 --num-prompts "$n" \
       --dataset "$work/chat.jsonl" --respect-eos --temperature "$temp" --no-progress \

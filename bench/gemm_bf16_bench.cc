@@ -64,6 +64,30 @@ void BM_GemvF32Bf16Weights(benchmark::State& state) {
   state.counters["threads"] = pool.size();
 }
 
+// The head of a small-width model (the trained default model: 129,280 x 256 bf16, 66 MB): a
+// weight stream with short rows, for 1..8 activation rows (decode, DSpark verify, small
+// batches). Bandwidth-bound at every m here, so reported against the paired read: m rows should
+// cost what one row costs.
+void BM_HeadNarrowBf16(benchmark::State& state) {
+  const int64_t m = state.range(0), n = 129280, k = 256;
+  const size_t bytes = static_cast<size_t>(n * k * 2);
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::vector<uint16_t> w(n * k), x(m * k);
+  for (auto& v : w) v = FloatToBf16(nd(rng));
+  for (auto& v : x) v = FloatToBf16(nd(rng));
+  const std::vector<std::vector<uint16_t>> copies(bench::CopiesToDefeatCache(bytes), w);
+  std::vector<float> out(m * n);
+  bench::PairedReader reader(bytes);
+  ThreadPool& pool = ThreadPool::Default();
+  size_t next = 0;
+  bench::RunPaired(state, reader, bytes, [&] {
+    const auto& wc = copies[next++ % copies.size()];
+    GemmBf16(wc.data(), n, k, k, x.data(), m, k, out.data(), DType::kF32, n, &pool);
+  });
+  state.counters["threads"] = pool.size();
+}
+
 // Runs `call` per iteration with a short peak-loop run after it; reports the summed flops over
 // the kernel's time against the median of those peaks.
 template <typename Fn>
@@ -135,6 +159,13 @@ BENCHMARK(BM_HeadBf16)
     ->Arg(8)
     ->Arg(32)
     ->Arg(64)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HeadNarrowBf16)
+    ->ArgName("m")
+    ->DenseRange(1, 4)
+    ->Arg(8)
+    ->Iterations(60)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HcMixesF32)

@@ -207,6 +207,9 @@ Status DeepSeekRunner::EnableDrafts() {
     return InvalidArgument(
         "DSpark drafting needs the taps of every prompt row: decoder-side replay must be off");
   }
+  if (!options_.draft_vocab.empty()) {
+    DI_ASSIGN_OR_RETURN(draft_vocab_, model::DraftVocabulary::Build(*model_, options_.draft_vocab));
+  }
   drafts_ = true;
   return Status::Ok();
 }
@@ -222,7 +225,9 @@ Status DeepSeekRunner::Draft(RunnerSequence* rs, const DraftRequest& request, Dr
     return Internal("Draft: the DSpark rings cover " + std::to_string(st.dspark_length) + " of " +
                     std::to_string(st.length) + " positions");
   }
-  DI_ASSIGN_OR_RETURN(model::DraftOutput d, model_->DSparkDraft(st, request.token));
+  DI_ASSIGN_OR_RETURN(
+      model::DraftOutput d,
+      model_->DSparkDraft(st, request.token, draft_vocab_ ? &*draft_vocab_ : nullptr));
   const size_t n = std::min<size_t>(d.confidence.size(),
                                     static_cast<size_t>(std::max<int64_t>(0, request.max_drafts)));
   out->tokens.assign(d.ids.begin() + 1, d.ids.begin() + 1 + static_cast<std::ptrdiff_t>(n));

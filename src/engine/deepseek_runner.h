@@ -3,8 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "engine/model_runner.h"
+#include "model/deepseek_v41/draft_vocab.h"
 #include "model/deepseek_v41/kv_pages.h"
 #include "model/deepseek_v41/model.h"
 
@@ -17,6 +20,8 @@ struct DeepSeekRunnerOptions {
   // layers after the last KV source keep; 0 = off (exact). Not with the prefix cache: the page
   // tails of those layers stay incomplete, so AdoptPrefix refuses.
   int64_t decoder_replay_keep = 0;
+  // DSpark: the ids drafts are ranked over (model/deepseek_v41/draft_vocab.h); empty = all.
+  std::vector<int32_t> draft_vocab;
 };
 
 class DeepSeekRunner : public ModelRunner {
@@ -48,13 +53,18 @@ class DeepSeekRunner : public ModelRunner {
 
   // DSpark (engine/spec/): once enabled, every Forward extends every sequence's stage rings
   // over all its rows (a verify call: over the kept rows, at EndSpeculation), and AdoptPrefix
-  // restores the rings from the pages' DSpark tails (all written that way).
+  // restores the rings from the pages' DSpark tails (all written that way). Drafts rank
+  // options.draft_vocab's ids when it is given.
   Status EnableDrafts() override;
   int64_t max_drafts() const override;
   Status Draft(RunnerSequence* seq, const DraftRequest& request, DraftProposal* out) override;
   Status EndSpeculation(RunnerSequence* seq, int64_t kept_length) override;
 
   const model::Model& model() const { return *model_; }
+  // Ids drafts rank (the vocabulary's size without a draft vocabulary).
+  size_t draft_vocab_size() const {
+    return draft_vocab_ ? draft_vocab_->ids().size() : static_cast<size_t>(vocab_size());
+  }
 
  private:
   DeepSeekRunner(const model::Model* model, model::KvPageLayout layout,
@@ -66,7 +76,8 @@ class DeepSeekRunner : public ModelRunner {
   DeepSeekRunnerOptions options_;
   std::unique_ptr<model::KvPageStore> store_;
   bool drafts_ = false;
-  int64_t TapWidth() const;  // bf16 lanes of one row's DSpark taps
+  std::optional<model::DraftVocabulary> draft_vocab_;  // options_.draft_vocab's rows
+  int64_t TapWidth() const;                            // bf16 lanes of one row's DSpark taps
 };
 
 }  // namespace deepinfer::engine

@@ -157,6 +157,11 @@ Status RunServe(ServeArgs& a) {
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
   DI_ASSIGN_OR_RETURN(const std::string fingerprint, InstanceFingerprint(a.model_dir, e, a.engine));
   if (world.rank() != 0) return ServeRank(e, fingerprint);
+  if (!e.draft_vocab_source.empty()) {
+    std::fprintf(stderr, "deepinfer serve: DSpark drafts rank %zu of %lld token ids (%s)\n",
+                 e.runner->draft_vocab_size(), static_cast<long long>(e.runner->vocab_size()),
+                 e.draft_vocab_source.c_str());
+  }
   std::unique_ptr<server::RankHub> hub;
   if (world.distributed()) {
     hub = std::make_unique<server::RankHub>(server::RankHubOptions{

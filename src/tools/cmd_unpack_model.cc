@@ -4,7 +4,8 @@
 // DIR/config.json (a byte copy of --config, default config.json beside FILE),
 // DIR/engram_token_map.json (a byte copy of --engram-token-map, default engram_token_map.json
 // beside FILE when it exists), the tokenizer files of --tokenizer (tokenizer.json, and
-// tokenizer_config.json when present) and any --copy files.
+// tokenizer_config.json when present), DIR/dspark_draft_vocab.json (the kept ids, for a model
+// with DSpark stages: model/deepseek_v41/draft_vocab.h) and any --copy files.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "io/progress.h"
+#include "model/deepseek_v41/draft_vocab.h"
 #include "tools/cli.h"
 #include "tools/compact_model.h"
 
@@ -80,6 +82,14 @@ int RunUnpackModel(const UnpackModelArgs& args) {
     if (Status s = CopyInto(file, args.out, fs::path(file).filename().string()); !s.ok()) {
       return Fail(s);
     }
+  }
+  // A model with DSpark stages drafts over its trained rows (draft_vocab.h).
+  if (config->dspark_enabled() && !summary->kept_ids.empty()) {
+    const Status s = model::WriteDraftVocabularyFile(
+        args.out + "/" + model::kDraftVocabFile, summary->kept_ids,
+        "the ids with their own rows in " + fs::path(args.compact).filename().string() +
+            " (the training data's most frequent tokens)");
+    if (!s.ok()) return Fail(s);
   }
   for (const std::string& file : args.copy) {
     if (Status s = CopyInto(file, args.out, fs::path(file).filename().string()); !s.ok()) {

@@ -102,6 +102,11 @@ StatusOr<UnpackSummary> UnpackCompactModel(const std::string& compact_path,
   UnpackSummary summary;
   summary.vocab = vocab;
   summary.kept = f.Find("kept_ids")->shape[0];
+  for (int64_t id = 0; id < vocab; ++id) {
+    if (rows[static_cast<size_t>(id)] < summary.kept) {
+      summary.kept_ids.push_back(static_cast<int32_t>(id));
+    }
+  }
   summary.bytes_in = f.tensor_bytes();
   summary.tied_tables = SplitNames(MetadataOr(f, "tied_tables"));
   const std::set<std::string, std::less<>> tied(summary.tied_tables.begin(),

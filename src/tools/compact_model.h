@@ -15,7 +15,9 @@
 // UnpackCompactModel writes DIR/model.safetensors with the tensors in manifest order (the layout
 // `deepinfer make-checkpoint` and train/v41/ckpt_io.py's export_released write): token t of a tied
 // table gets row r when kept_ids[r] == t, else row K. Byte-identical to export_released of the
-// expanded state.
+// expanded state. The kept ids are also the model's natural DSpark draft vocabulary
+// (model/deepseek_v41/draft_vocab.h): the training data's most frequent tokens, the only ids
+// its head tells apart; unpack-model writes them to DIR/dspark_draft_vocab.json.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +33,11 @@ inline constexpr const char* kCompactFormat = "deepinfer-compact";
 inline constexpr const char* kCompactVersion = "1";
 
 struct UnpackSummary {
-  int64_t kept = 0;        // K
-  int64_t vocab = 0;       // V
-  uint64_t bytes_in = 0;   // tensor bytes of the compact file
-  uint64_t bytes_out = 0;  // tensor bytes written
+  int64_t kept = 0;               // K
+  std::vector<int32_t> kept_ids;  // the ids with their own rows, ascending
+  int64_t vocab = 0;              // V
+  uint64_t bytes_in = 0;          // tensor bytes of the compact file
+  uint64_t bytes_out = 0;         // tensor bytes written
   std::vector<std::string> tied_tables;
 };
 

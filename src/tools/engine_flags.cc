@@ -39,6 +39,10 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
   cmd->add_option("--spec-threshold", f->spec_threshold,
                   "--spec-policy threshold: verify drafts while sigmoid(confidence) >= this")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--spec-draft-vocab", f->spec_draft_vocab,
+                  "token ids DSpark drafts are ranked over (frequency-ranked drafting): auto "
+                  "(the model folder's dspark_draft_vocab.json if present), all, or a JSON file "
+                  "of ids; outputs never depend on it, only the acceptance and the draft's cost");
   cmd->add_option("--expert-parallel", f->expert_parallel,
                   "under mpirun: spread the routed experts over the ranks (on) or load all of "
                   "them on every rank (off: attention data parallelism only)")
@@ -65,7 +69,8 @@ std::string EngineFlags::Describe() const {
          " spec=" + spec + " spec-policy=" + spec_policy +
          " spec-length=" + std::to_string(spec_length) +
          " spec-threshold=" + std::to_string(spec_threshold) +
-         " expert-parallel=" + expert_parallel + " eplb-interval=" + std::to_string(eplb_interval) +
+         " spec-draft-vocab=" + spec_draft_vocab + " expert-parallel=" + expert_parallel +
+         " eplb-interval=" + std::to_string(eplb_interval) +
          " eplb-redundant=" + std::to_string(eplb_redundant);
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "dist/mpi_world.h"
+#include "model/deepseek_v41/draft_vocab.h"
 #include "tokenizer/engram_token_map.h"
 
 namespace deepinfer::tools {
@@ -84,6 +85,18 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
     return InvalidArgument(
         "--decoder-replay is an approximation whose pages cannot be reused: add --prefix-cache "
         "off");
+  }
+  if (flags.spec == "dspark" && flags.spec_draft_vocab != "all") {
+    std::string path = flags.spec_draft_vocab;
+    if (path == "auto") {
+      path = model_dir + "/" + model::kDraftVocabFile;
+      if (!std::filesystem::exists(path)) path.clear();
+    }
+    if (!path.empty()) {
+      DI_ASSIGN_OR_RETURN(ro.draft_vocab,
+                          model::ReadDraftVocabularyFile(path, e.model->config().vocab_size));
+      e.draft_vocab_source = path;
+    }
   }
   DI_ASSIGN_OR_RETURN(e.runner, engine::DeepSeekRunner::Create(e.model.get(), ro));
   engine::EngineOptions eo;

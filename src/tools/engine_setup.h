@@ -39,6 +39,10 @@ struct EngineFlags {
   std::string spec_policy = "cost";
   int64_t spec_length = 0;
   double spec_threshold = 0.5;
+  // --spec-draft-vocab: the ids drafts are ranked over (model/deepseek_v41/draft_vocab.h):
+  // auto (the model folder's dspark_draft_vocab.json when there is one, else all), all, or a
+  // file.
+  std::string spec_draft_vocab = "auto";
   // Scale-out under mpirun (docs/scaleout.md): MoE expert parallelism over the ranks (on/off),
   // EPLB every eplb_interval steps (0 = off) with eplb_redundant extra expert copies per layer.
   std::string expert_parallel = "on";
@@ -66,6 +70,9 @@ struct LoadedEngine {
   std::unique_ptr<api::StructuredOutputs> structured;  // with a tokenizer only
   // Expert parallelism under mpirun (expert_parallel_setup.h); null otherwise.
   std::unique_ptr<dist::MpiExpertExchange> experts;
+
+  // The draft vocabulary in use ("" = the whole vocabulary; else the file it came from).
+  std::string draft_vocab_source;
 
   // Runs the engine until every request is done (and, expert parallel, every rank's).
   Status RunUntilIdle() { return RunEngineUntilIdle(*engine, experts.get()); }

@@ -2,7 +2,8 @@
 // greedy and seeded output with spec on equals spec off token for token (and logprob bit for
 // bit) over many prompts, in a mixed batch with opted-out requests, with prefix hits (the DSpark
 // rings restored from the pages' tails) and under preemption; every length policy and every
-// fixed draft length. In official mode verify rows must keep one decode step's index keys each.
+// fixed draft length, and drafts over a draft vocabulary. In official mode verify rows must keep
+// one decode step's index keys each.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -37,6 +38,7 @@ class EngineSpecModelTest : public testing::FixtureModelModeTest {
     DeepSeekRunnerOptions ro;
     ro.index_key_mode = GetParam();
     ro.page_tokens = 8;
+    ro.draft_vocab = draft_vocab_;
     auto runner = DeepSeekRunner::Create(model_, ro);
     EXPECT_TRUE(runner.ok()) << runner.status().ToString();
     EngineOptions eo;
@@ -84,6 +86,8 @@ class EngineSpecModelTest : public testing::FixtureModelModeTest {
     if (stats) *stats = (*engine)->stats();
     return outs;
   }
+
+  std::vector<int32_t> draft_vocab_;  // the runner's DSpark draft vocabulary (empty: all)
 
   static void ExpectSame(const std::vector<SpecRunOut>& a, const std::vector<SpecRunOut>& b,
                          const std::string& what) {
@@ -165,6 +169,21 @@ TEST_P(EngineSpecModelTest, PrefixHitsAndPreemptionEqualSpecOff) {
       Run(Prompts(8, 43), 8, Spec(spec::SpecPolicy::kFixed), 9, false, {}, &tight_stats);
   EXPECT_GT(tight_stats.preemptions, 0);
   ExpectSame(Run(Prompts(8, 43), 8, spec::SpecOptions{}, 1024, false), tight, "preempted");
+}
+
+TEST_P(EngineSpecModelTest, DraftVocabularyLeavesOutputsUnchanged) {
+  // Drafts ranked over every third id only: other drafts, the same outputs.
+  const auto prompts = Prompts(6, 53);
+  for (int32_t id = 0; id < model_->config().vocab_size; id += 3) draft_vocab_.push_back(id);
+  for (const float temperature : {0.0f, 1.0f}) {
+    const std::vector<SpecRunOut> off =
+        Run(prompts, 12, spec::SpecOptions{}, 1024, false, {}, nullptr, temperature);
+    EngineStats stats;
+    const std::vector<SpecRunOut> on =
+        Run(prompts, 12, Spec(spec::SpecPolicy::kFixed), 1024, false, {}, &stats, temperature);
+    ExpectSame(off, on, "draft vocabulary, temperature " + std::to_string(temperature));
+    EXPECT_GT(stats.spec.verified, 0);
+  }
 }
 
 DEEPINFER_BOTH_INDEX_KEY_MODES(EngineSpecModelTest);

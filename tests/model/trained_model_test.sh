@@ -35,4 +35,7 @@ PY
 start serve "$BIN" serve --model "$MODEL" --port 0 --served-model-name m --spec dspark --kv-budget 512M \
   --spec-policy fixed --spec-length 1
 url="$(wait_url "$work/serve.log")"
+# The expanded folder carries the trained ids as DSpark's draft vocabulary, used by default.
+grep -q "DSpark drafts rank 24004 of 129280 token ids" "$work/serve.log.err" ||
+  { echo "FAIL: serve did not pick up dspark_draft_vocab.json"; cat "$work/serve.log.err"; exit 1; }
 /usr/bin/python3 "$HERE/trained_model_client.py" "$url"

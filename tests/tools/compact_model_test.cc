@@ -137,6 +137,7 @@ TEST_F(CompactModel, ExpandsTiedRowsAndCopiesEverythingElse) {
       UnpackCompactModel(dir_->File("good.safetensors"), Config(), dir_->File("good"));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->kept, static_cast<int64_t>(kept.size()));
+  EXPECT_EQ(s->kept_ids, kept);  // unpack-model writes them as the DSpark draft vocabulary
   EXPECT_EQ(s->vocab, 512);
   EXPECT_EQ(s->tied_tables, kTied);
 

@@ -21,6 +21,7 @@
 #include "kernels/cpu/sparse_attn.h"
 #include "model/deepseek_v41/attention.h"
 #include "model/deepseek_v41/block.h"
+#include "model/deepseek_v41/draft_vocab.h"
 #include "model/deepseek_v41/mhc.h"
 #include "model/deepseek_v41/model.h"
 
@@ -106,7 +107,8 @@ Status Model::DSparkExtend(std::span<const DSparkExtendItem> items) const {
   return Status::Ok();
 }
 
-StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t token) const {
+StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t token,
+                                         const DraftVocabulary* draft_vocab) const {
   const ModelConfig& c = config_;
   if (!c.dspark_enabled()) return InvalidArgument("this model has no DSpark stages");
   if (state.dspark_length == 0) return InvalidArgument("DSpark draft before any position");
@@ -202,9 +204,14 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
   HcCollapse(c, x.data(), pre.data(), block, d.hidden.data());
   std::vector<uint16_t> normed = d.hidden;
   kernels::RmsNormInPlace(head.norm, normed.data(), block, dim, c.norm_eps);
-  d.logits.assign(block * vocab, 0.0f);
-  kernels::GemmBf16(weights_.head.bf16(), vocab, dim, dim, normed.data(), block, dim,
-                    d.logits.data(), DType::kF32, vocab, pool_);
+  // The ids the drafter ranks: the whole vocabulary, or draft_vocab's rows (draft_vocab.h).
+  const int64_t n_out = draft_vocab != nullptr ? draft_vocab->size() : vocab;
+  const uint16_t* head_rows = draft_vocab != nullptr ? draft_vocab->head() : weights_.head.bf16();
+  const uint16_t* markov_rows =
+      draft_vocab != nullptr ? draft_vocab->markov_head() : head.markov_head.bf16();
+  d.logits.assign(block * n_out, 0.0f);
+  kernels::GemmBf16(head_rows, n_out, dim, dim, normed.data(), block, dim, d.logits.data(),
+                    DType::kF32, n_out, pool_);
 
   const int64_t rank = c.dspark_markov_rank;
   d.ids.assign(block + 1, 0);
@@ -212,15 +219,16 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
   d.confidence.assign(block, 0.0f);
   // The Markov and confidence heads run in fp32 on bf16 values (exact products): bf16 GEMMs
   // with fp32 output.
-  std::vector<float> bias(vocab);
+  std::vector<float> bias(n_out);
   std::vector<uint16_t> joint(dim + rank);
   for (int64_t i = 0; i < block; ++i) {
     const uint16_t* emb = head.markov_embed.bf16() + static_cast<int64_t>(d.ids[i]) * rank;
-    kernels::GemmBf16(head.markov_head.bf16(), vocab, rank, rank, emb, 1, rank, bias.data(),
-                      DType::kF32, vocab, pool_);
-    float* li = d.logits.data() + i * vocab;
-    for (int64_t v = 0; v < vocab; ++v) li[v] = li[v] + bias[v];
-    d.ids[i + 1] = ArgMax(li, vocab);
+    kernels::GemmBf16(markov_rows, n_out, rank, rank, emb, 1, rank, bias.data(), DType::kF32, n_out,
+                      pool_);
+    float* li = d.logits.data() + i * n_out;
+    for (int64_t v = 0; v < n_out; ++v) li[v] = li[v] + bias[v];
+    const int32_t best = ArgMax(li, n_out);
+    d.ids[i + 1] = draft_vocab != nullptr ? draft_vocab->ids()[static_cast<size_t>(best)] : best;
     std::copy_n(d.hidden.data() + i * dim, dim, joint.data());
     std::copy_n(emb, rank, joint.data() + dim);
     kernels::GemmBf16(head.confidence.bf16(), 1, dim + rank, dim + rank, joint.data(), 1,

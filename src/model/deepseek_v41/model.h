@@ -77,9 +77,12 @@ struct ForwardOutput {
 };
 
 // DSpark drafting result for one sequence (v41_model.md §3.10).
+class DraftVocabulary;
+
 struct DraftOutput {
   std::vector<int32_t> ids;       // [block + 1]: the given token, then the drafts
-  std::vector<float> logits;      // [block][vocab]: stage head + Markov bias
+  std::vector<float> logits;      // [block][n]: stage head + Markov bias over the ranked ids
+                                  // (the vocabulary, or a DraftVocabulary's ids in order)
   std::vector<float> confidence;  // [block] raw confidence logits
   std::vector<uint16_t> hidden;   // [block][dim] last stage hidden after its collapse
 };
@@ -162,8 +165,10 @@ class Model {
   // with its own rows; a sequence appears at most once). Same bits as one call per item.
   Status DSparkExtend(std::span<const DSparkExtendItem> items) const;
   // Drafts a block after position `state->dspark_length - 1`, starting from `token` (the
-  // backbone's choice for the next position). temperature 0 = greedy.
-  StatusOr<DraftOutput> DSparkDraft(const SequenceState& state, int32_t token) const;
+  // backbone's choice for the next position), greedily over the whole vocabulary or, given
+  // `draft_vocab` (built from this model), over its ids only (draft_vocab.h).
+  StatusOr<DraftOutput> DSparkDraft(const SequenceState& state, int32_t token,
+                                    const DraftVocabulary* draft_vocab = nullptr) const;
 
  private:
   Model() = default;

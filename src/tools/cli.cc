@@ -14,6 +14,7 @@ int Main(int argc, char** argv) {
   RegisterUnpackModel(app, &exit_code);
   RegisterEvalGolden(app, &exit_code);
   RegisterEvalNll(app, &exit_code);
+  RegisterCpPrefill(app, &exit_code);
   RegisterGenerate(app, &exit_code);
   RegisterTokenize(app, &exit_code);
   RegisterGrammarCheck(app, &exit_code);

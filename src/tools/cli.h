@@ -25,5 +25,6 @@ void RegisterRoute(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterBenchServe(CLI::App& app, int* exit_code);
 void RegisterEvalNll(CLI::App& app, int* exit_code);
+void RegisterCpPrefill(CLI::App& app, int* exit_code);
 
 }  // namespace deepinfer::tools

@@ -157,6 +157,13 @@ class Model {
   // DSpark rings) so that continuing from here equals having run the tokens, bit for bit
   // (model_prefix.cc).
   Status AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens) const;
+  // AdoptPrefix's two halves, for pages whose contents arrive layer by layer (context
+  // parallelism, context_parallel.h). AdoptPositions: `state` (fresh) has consumed `tokens`
+  // (a multiple of the page length and of every ratio): length, tokens, entry counts, Engram
+  // history; not the window rings (DSpark rings restart). RestoreRing: backbone layer `layer`'s
+  // window ring from the page tails of the positions before state->length.
+  void AdoptPositions(SequenceState* state, std::span<const int32_t> tokens) const;
+  Status RestoreRing(SequenceState* state, int layer) const;
 
   // DSpark: writes the stage rings for the next rows of a sequence from their taps
   // [rows][n_taps*dim] (the main hidden of those positions).

@@ -31,15 +31,27 @@ Status Model::AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens)
     }
   }
   if (h == 0) return Status::Ok();
-  const int64_t hd = config_.head_dim, win = config_.window_size;
-  // Window rings: the latents of positions [h - window, h) from the page tails.
-  for (int64_t pos = std::max<int64_t>(0, h - win); pos < h; ++pos) {
-    for (size_t li = 0; li < state->layers.size(); ++li) {
-      const uint16_t* tail = state->RingTail(static_cast<int>(li), -1, pos);
-      if (tail == nullptr) return Internal("AdoptPrefix: no ring tail for a window position");
-      std::copy_n(tail, hd, state->layers[li].ring.data() + (pos % win) * hd);
-    }
+  AdoptPositions(state, tokens);
+  for (size_t li = 0; li < state->layers.size(); ++li) {
+    DI_RETURN_IF_ERROR(RestoreRing(state, static_cast<int>(li)));
   }
+  return Status::Ok();
+}
+
+Status Model::RestoreRing(SequenceState* state, int layer) const {
+  const int64_t hd = config_.head_dim, win = config_.window_size, h = state->length;
+  // The latents of positions [h - window, h) from the page tails.
+  std::vector<uint16_t>& ring = state->layers[static_cast<size_t>(layer)].ring;
+  for (int64_t pos = std::max<int64_t>(0, h - win); pos < h; ++pos) {
+    const uint16_t* tail = state->RingTail(layer, -1, pos);
+    if (tail == nullptr) return Internal("no ring tail for window position " + std::to_string(pos));
+    std::copy_n(tail, hd, ring.data() + (pos % win) * hd);
+  }
+  return Status::Ok();
+}
+
+void Model::AdoptPositions(SequenceState* state, std::span<const int32_t> tokens) const {
+  const auto h = static_cast<int64_t>(tokens.size());
   // Entry counts: every KV source has all entries of the positions before h (h is a multiple
   // of every ratio, so no partial group is pending).
   for (size_t li = 0; li < state->layers.size(); ++li) {
@@ -58,7 +70,6 @@ Status Model::AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens)
   // extended its stages that far is not recorded yet): drafting restarts from position h.
   state->dspark_length = 0;
   state->tokens.assign(tokens.begin(), tokens.end());
-  return Status::Ok();
 }
 
 }  // namespace deepinfer::model

@@ -1,0 +1,49 @@
+// MpiContextExchange: the ranks of a context-parallel prefill over MPI
+// (model/deepseek_v41/context_parallel.h; docs/scaleout.md "Context parallelism").
+//
+// Point-to-point on a communicator of its own (MPI_Comm_dup of MPI_COMM_WORLD, so its tags never
+// meet the expert exchange's or the rank hub's traffic): Send is MPI_Isend of a copy kept until
+// Flush, Receive is MPI_Probe + MPI_Recv of the message's size. CP rank i is world rank
+// order[i] (default: the identity), so that the rank that will decode the sequence can be made
+// the last one. Construction and destruction are collective over MPI_COMM_WORLD.
+//
+// Counters for the measurement (`deepinfer cp-prefill`): bytes sent and seconds spent waiting in
+// Receive and Flush (a rank's busy time is its wall time minus that).
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "model/deepseek_v41/context_parallel.h"
+
+namespace deepinfer::dist {
+
+class MpiContextExchange : public model::ContextExchange {
+ public:
+  // order: the world rank of each CP rank (a permutation of 0..size-1); empty = identity.
+  explicit MpiContextExchange(std::vector<int> order = {});
+  ~MpiContextExchange() override;
+  MpiContextExchange(const MpiContextExchange&) = delete;
+  MpiContextExchange& operator=(const MpiContextExchange&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(order_.size()); }
+  Status Send(int to, int tag, std::string bytes) override;
+  StatusOr<std::string> Receive(int from, int tag) override;
+  Status Flush() override;
+
+  int64_t bytes_sent() const { return bytes_sent_; }
+  double wait_seconds() const { return wait_seconds_; }
+
+ private:
+  struct Impl;
+  Impl* impl_;
+  std::vector<int> order_;  // CP rank -> world rank
+  int rank_ = 0;            // this process's CP rank
+  std::deque<std::string> in_flight_;
+  int64_t bytes_sent_ = 0;
+  double wait_seconds_ = 0.0;
+};
+
+}  // namespace deepinfer::dist

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Context parallelism over real MPI ranks (`mpirun -n 2|4 deepinfer cp-prefill --check`, docs/
+# scaleout.md "Context parallelism"): on the fixture model, the last rank's prefill logits and
+# the logits of 4 greedy decode steps after it have the bits of a one-process prefill, for
+# prompts from 1 token to many pages, two page lengths, both index-key modes; the logits' hash
+# is the single process's; every rank but the last sends its pages' layers.
+#   usage: cp_prefill_test.sh DEEPINFER_BIN MODEL_DIR
+set -euo pipefail
+BIN="$1"
+MODEL="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none
+        --mca mpi_yield_when_idle 1 -x DEEPINFER_THREADS=1)
+lens=1,5,16,17,63,100,1000
+fail=0
+for mode in official owner; do
+  for page in 0 16; do
+    "$BIN" cp-prefill --model "$MODEL" --prompt-len "$lens" --mode "$mode" --page-tokens "$page" \
+      >"$work/one.jsonl"
+    for n in 2 4; do
+      if ! "${MPIRUN[@]}" -n "$n" "$BIN" cp-prefill --model "$MODEL" --prompt-len "$lens" \
+          --mode "$mode" --page-tokens "$page" --check >"$work/cp.jsonl" 2>"$work/cp.err"; then
+        echo "FAIL: $n ranks, $mode, page $page: cp-prefill failed"; tail -5 "$work/cp.err"; fail=1
+        continue
+      fi
+      if ! /usr/bin/python3 - "$work/one.jsonl" "$work/cp.jsonl" "$n" <<'PY'; then
+import json, sys
+one = [json.loads(l) for l in open(sys.argv[1])]
+cp = [json.loads(l) for l in open(sys.argv[2])]
+n = int(sys.argv[3])
+assert len(one) == len(cp) == 7, (len(one), len(cp))
+for a, b in zip(one, cp):
+    assert b["ranks"] == n and b["prompt_len"] == a["prompt_len"], b
+    assert b["check"] == "same", b
+    assert b["logits_xxh3"] == a["logits_xxh3"], (a, b)
+    senders = sum(1 for c in b["chunks"][:-1] if c[1] > c[0])
+    assert (b["bytes_sent_per_token"] > 0) == (senders > 0), b
+    assert b["chunks"][-1][1] == b["prompt_len"] and b["chunks"][0][0] == 0, b
+assert cp[-1]["bytes_sent_per_token"] > 0, cp[-1]
+PY
+        echo "FAIL: $n ranks, $mode, page $page"; cat "$work/cp.jsonl"; fail=1
+      else
+        echo "ok: $n ranks, $mode, page $page: 7 prompts, logits and 4 decode steps = one process"
+      fi
+    done
+  done
+done
+exit "$fail"

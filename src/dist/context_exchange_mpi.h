@@ -3,7 +3,12 @@
 //
 // Point-to-point on a communicator of its own (MPI_Comm_dup of MPI_COMM_WORLD, so its tags never
 // meet the expert exchange's or the rank hub's traffic): Send is MPI_Isend of a copy kept until
-// Flush, Receive is MPI_Probe + MPI_Recv of the message's size. CP rank i is world rank
+// Flush, Receive polls MPI_Iprobe and receives the message's size. Open MPI moves a large
+// message only while its sender is inside an MPI call, so a thread of the exchange tests the
+// pending sends every 500 us while the rank computes its next layer (measured without it: the
+// receiver got each layer one layer late, 39 s against 25 s for 2,048 tokens at 2 ranks). All
+// of the exchange's MPI calls hold one mutex (MPI_THREAD_SERIALIZED); no other MPI traffic may
+// run on another thread during a CP prefill. CP rank i is world rank
 // order[i] (default: the identity), so that the rank that will decode the sequence can be made
 // the last one. Construction and destruction are collective over MPI_COMM_WORLD.
 //

@@ -1,8 +1,9 @@
 // `[mpirun -n N] deepinfer cp-prefill --model DIR --prompt-len L[,L...] [--repeat R] [--seed S]
-// [--mode official|owner] [--page-tokens P] [--check]`: the context-parallel prefill of random
-// prompts over the ranks of the job (model/deepseek_v41/context_parallel.h, MPI point-to-point:
-// dist/context_exchange_mpi.h), measured. Every rank loads the whole model; the prompt is cut
-// into one chunk per rank (PlanContextChunks); the last rank ends with the sequence.
+// [--mode official|owner] [--page-tokens P] [--chunks-per-rank K] [--check]`: the
+// context-parallel prefill of random prompts over the ranks of the job
+// (model/deepseek_v41/context_parallel.h, MPI point-to-point: dist/context_exchange_mpi.h),
+// measured. Every rank loads the whole model; the prompt is cut into K chunks per rank dealt
+// round-robin (PlanContextChunks, K = 4 by default); the last rank ends with the sequence.
 //
 // Rank 0 prints one JSON object per prompt length: ttft_s (the median over --repeat of the
 // last rank's wall time from a common start to its logits; one rank alone = a plain prefill, the
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -42,6 +44,7 @@ struct CpPrefillOptions {
   uint32_t seed = 1;
   std::string mode = "official";
   int64_t page_tokens = 0;
+  int chunks_per_rank = 4;
   bool check = false;
 };
 
@@ -106,7 +109,8 @@ Status Run(const CpPrefillOptions& o, bool* all_same) {
     uint64_t logits_hash = 0;
     for (int rep = 0; rep < o.repeat; ++rep) {
       DI_ASSIGN_OR_RETURN(model::SequenceState s, Fresh(*m, o.page_tokens));
-      chunks = model::PlanContextChunks(n, s.page_layout().page_tokens, ex.size());
+      chunks =
+          model::PlanContextChunks(n, s.page_layout().page_tokens, ex.size(), o.chunks_per_rank);
       const double waited0 = ex.wait_seconds();
       const int64_t sent0 = ex.bytes_sent();
       world.MaxAll(0.0);  // a common start
@@ -157,7 +161,7 @@ Status Run(const CpPrefillOptions& o, bool* all_same) {
     line["busy_max_over_mean"] = sum_busy > 0 ? max_busy * ex.size() / sum_busy : 0.0;
     line["bytes_sent_per_token"] = static_cast<double>(bytes) / static_cast<double>(n);
     Json cj = Json::array();
-    for (const model::ContextChunk& c : chunks) cj.push_back({c.begin, c.end});
+    for (const model::ContextChunk& c : chunks) cj.push_back({c.begin, c.end, c.rank});
     line["chunks"] = cj;
     line["logits_xxh3"] = tail["logits_xxh3"];
     line["check"] = tail["check"];
@@ -185,13 +189,21 @@ void RegisterCpPrefill(CLI::App& app, int* exit_code) {
   cmd->add_option("--mode", o->mode, "index-key mode: official or owner")
       ->check(CLI::IsMember({"official", "owner"}));
   cmd->add_option("--page-tokens", o->page_tokens, "positions per KV page (0 = default)");
+  cmd->add_option("--chunks-per-rank", o->chunks_per_rank,
+                  "chunks dealt round-robin to each rank (more: a shorter pipeline fill)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--check", o->check,
                 "the last rank compares with a one-process prefill and 4 decode steps, bit for "
                 "bit");
   cmd->callback([=] {
     bool same = true;
     const Status s = Run(*o, &same);
-    if (!s.ok()) std::fprintf(stderr, "cp-prefill: %s\n", s.ToString().c_str());
+    if (!s.ok()) {
+      std::fprintf(stderr, "cp-prefill: %s\n", s.ToString().c_str());
+      // The other ranks may be waiting for this one: leave without MPI_Finalize, so that
+      // mpirun ends the job instead of letting it hang.
+      if (dist::MpiWorld::Instance().distributed()) std::_Exit(1);
+    }
     *exit_code = !s.ok() ? 1 : same ? 0 : 1;
   });
 }

@@ -20,8 +20,11 @@ for mode in official owner; do
     "$BIN" cp-prefill --model "$MODEL" --prompt-len "$lens" --mode "$mode" --page-tokens "$page" \
       >"$work/one.jsonl"
     for n in 2 4; do
-      if ! "${MPIRUN[@]}" -n "$n" "$BIN" cp-prefill --model "$MODEL" --prompt-len "$lens" \
-          --mode "$mode" --page-tokens "$page" --check >"$work/cp.jsonl" 2>"$work/cp.err"; then
+      # One chunk per rank at 4 ranks, three (round-robin) at 2.
+      k=$((n == 2 ? 3 : 1))
+      if ! timeout 120 "${MPIRUN[@]}" -n "$n" "$BIN" cp-prefill --model "$MODEL" --prompt-len "$lens" \
+          --mode "$mode" --page-tokens "$page" --chunks-per-rank "$k" --check \
+          >"$work/cp.jsonl" 2>"$work/cp.err"; then
         echo "FAIL: $n ranks, $mode, page $page: cp-prefill failed"; tail -5 "$work/cp.err"; fail=1
         continue
       fi
@@ -35,14 +38,17 @@ for a, b in zip(one, cp):
     assert b["ranks"] == n and b["prompt_len"] == a["prompt_len"], b
     assert b["check"] == "same", b
     assert b["logits_xxh3"] == a["logits_xxh3"], (a, b)
-    senders = sum(1 for c in b["chunks"][:-1] if c[1] > c[0])
+    ch = b["chunks"]
+    senders = sum(1 for i, c in enumerate(ch[:-1]) if c[1] > c[0] and
+                  any(d[1] > d[0] and d[2] != c[2] for d in ch[i + 1:]))
     assert (b["bytes_sent_per_token"] > 0) == (senders > 0), b
     assert b["chunks"][-1][1] == b["prompt_len"] and b["chunks"][0][0] == 0, b
+    assert b["chunks"][-1][2] == n - 1, b
 assert cp[-1]["bytes_sent_per_token"] > 0, cp[-1]
 PY
         echo "FAIL: $n ranks, $mode, page $page"; cat "$work/cp.jsonl"; fail=1
       else
-        echo "ok: $n ranks, $mode, page $page: 7 prompts, logits and 4 decode steps = one process"
+        echo "ok: $n ranks x $k chunks, $mode, page $page: 7 prompts, logits and 4 decode steps = one process"
       fi
     done
   done

@@ -116,12 +116,12 @@ class ContextParallelTest : public testing::TestWithParam<IndexKeyMode> {
 
   // Runs the CP prefill on `ranks` thread-ranks; returns the last rank's state and output.
   // corrupt: a (rank, layer) whose message is sent one byte short (-1: none).
-  Status RunRanks(int ranks, const std::vector<int32_t>& prompt, int64_t page_tokens,
+  Status RunRanks(int ranks, int per_rank, const std::vector<int32_t>& prompt, int64_t page_tokens,
                   SequenceState* last_state, ForwardOutput* last_out, int corrupt_rank = -1,
-                  int corrupt_layer = -1) {
+                  int corrupt_tag = -1) {
     Mailbox box;
     const std::vector<ContextChunk> chunks =
-        PlanContextChunks(static_cast<int64_t>(prompt.size()), page_tokens, ranks);
+        PlanContextChunks(static_cast<int64_t>(prompt.size()), page_tokens, ranks, per_rank);
     std::vector<SequenceState> states;
     for (int r = 0; r < ranks; ++r) states.push_back(Fresh(model(r), page_tokens));
     std::vector<ForwardOutput> outs(static_cast<size_t>(ranks));
@@ -130,7 +130,7 @@ class ContextParallelTest : public testing::TestWithParam<IndexKeyMode> {
     for (int r = 0; r < ranks; ++r) {
       threads.emplace_back([&, r] {
         ThreadExchange ex(&box, r, ranks);
-        if (r == corrupt_rank) ex.corrupt_tag_ = corrupt_layer;
+        if (r == corrupt_rank) ex.corrupt_tag_ = corrupt_tag;
         status[static_cast<size_t>(r)] =
             PrefillContextParallel(model(r), &states[static_cast<size_t>(r)], prompt, chunks, ex,
                                    Options(), 1, &outs[static_cast<size_t>(r)]);
@@ -153,6 +153,7 @@ class ContextParallelTest : public testing::TestWithParam<IndexKeyMode> {
     ASSERT_EQ(a.length, b.length) << what;
     EXPECT_EQ(a.tokens, b.tokens) << what;
     EXPECT_EQ(a.prompt_length, b.prompt_length) << what;
+    EXPECT_EQ(a.engram_history, b.engram_history) << what;
     const ModelConfig& c = m.config();
     for (size_t li = 0; li < a.layers.size(); ++li) {
       const LayerCache& x = a.layers[li];
@@ -220,26 +221,35 @@ class ContextParallelTest : public testing::TestWithParam<IndexKeyMode> {
 std::unique_ptr<std::vector<RankModel>> ContextParallelTest::models_ =
     std::make_unique<std::vector<RankModel>>();
 
-TEST(ContextChunks, PageBoundariesAndTheLastRankHoldsTheEnd) {
+TEST(ContextChunks, PageBoundariesRoundRobinAndTheLastRankHoldsTheEnd) {
   EXPECT_EQ(PlanContextChunks(100, 8, 4).size(), 4u);
+  EXPECT_EQ(PlanContextChunks(100, 8, 4, 3).size(), 12u);
   for (const int64_t n : {1, 7, 8, 9, 31, 32, 33, 100, 1000}) {
     for (const int ranks : {1, 2, 3, 4, 7}) {
-      const auto chunks = PlanContextChunks(n, 8, ranks);
-      int64_t at = 0;
-      int64_t smallest = n, largest = 0;
-      for (size_t i = 0; i < chunks.size(); ++i) {
-        EXPECT_EQ(chunks[i].begin, at) << n << " " << ranks;
-        if (i + 1 < chunks.size()) EXPECT_EQ(chunks[i].end % 8, 0) << n << " " << ranks;
-        at = chunks[i].end;
-        if (chunks[i].end > chunks[i].begin) {
-          smallest = std::min(smallest, chunks[i].end - chunks[i].begin);
-          largest = std::max(largest, chunks[i].end - chunks[i].begin);
+      for (const int per_rank : {1, 3}) {
+        const std::string what =
+            std::to_string(n) + " " + std::to_string(ranks) + " " + std::to_string(per_rank);
+        const auto chunks = PlanContextChunks(n, 8, ranks, per_rank);
+        int64_t at = 0;
+        int64_t smallest = n, largest = 0;
+        for (size_t i = 0; i < chunks.size(); ++i) {
+          EXPECT_EQ(chunks[i].begin, at) << what;
+          if (i + 1 < chunks.size()) EXPECT_EQ(chunks[i].end % 8, 0) << what;
+          // Round-robin, the last chunk on the last rank.
+          EXPECT_EQ(chunks[i].rank, (ranks - 1 - static_cast<int>(chunks.size() - 1 - i) % ranks))
+              << what;
+          at = chunks[i].end;
+          if (chunks[i].end > chunks[i].begin) {
+            smallest = std::min(smallest, chunks[i].end - chunks[i].begin);
+            largest = std::max(largest, chunks[i].end - chunks[i].begin);
+          }
         }
+        EXPECT_EQ(at, n);
+        EXPECT_GT(chunks.back().end, chunks.back().begin) << what;
+        EXPECT_EQ(chunks.back().rank, ranks - 1) << what;
+        // Equal shares of pages: sizes differ by at most a page (and the last one's remainder).
+        if (n >= 8 * ranks * per_rank) EXPECT_LE(largest - smallest, 16) << what;
       }
-      EXPECT_EQ(at, n);
-      EXPECT_GT(chunks.back().end, chunks.back().begin) << n << " " << ranks;
-      // Equal shares of pages: sizes differ by at most a page (and the last one's remainder).
-      if (n >= 8 * ranks) EXPECT_LE(largest - smallest, 16) << n << " " << ranks;
     }
   }
 }
@@ -250,11 +260,13 @@ TEST_P(ContextParallelTest, LastRankEqualsOneProcessPrefillAndDecode) {
   // Page lengths below and above the window (16): several pages' tails fill a ring, or one.
   for (const int64_t page :
        {min_page * ((8 + min_page - 1) / min_page), min_page * ((32 + min_page - 1) / min_page)}) {
-    for (const int ranks : {2, 3, 4}) {
+    for (const auto& [ranks, per_rank] :
+         std::vector<std::pair<int, int>>{{2, 1}, {3, 1}, {4, 1}, {2, 3}, {3, 2}}) {
       for (const int64_t n :
            {int64_t{1}, int64_t{5}, page, page + 1, 3 * page + 5, 10 * page + 3}) {
         const std::string what = "page " + std::to_string(page) + " ranks " +
-                                 std::to_string(ranks) + " prompt " + std::to_string(n);
+                                 std::to_string(ranks) + " x " + std::to_string(per_rank) +
+                                 " prompt " + std::to_string(n);
         const std::vector<int32_t> prompt = Prompt(n, static_cast<uint32_t>(n * 7 + ranks));
         SequenceState ref = Fresh(ref_model, page);
         ForwardOutput ref_out;
@@ -263,7 +275,7 @@ TEST_P(ContextParallelTest, LastRankEqualsOneProcessPrefillAndDecode) {
             ref_model.Forward(std::span<const ForwardInput>(&in, 1), Options(), &ref_out).ok());
         SequenceState cp;
         ForwardOutput cp_out;
-        const Status s = RunRanks(ranks, prompt, page, &cp, &cp_out);
+        const Status s = RunRanks(ranks, per_rank, prompt, page, &cp, &cp_out);
         ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
         EXPECT_EQ(Bits(cp_out.logits), Bits(ref_out.logits)) << what;
         ExpectSameState(model(ranks - 1), cp, ref, what);
@@ -281,7 +293,7 @@ TEST_P(ContextParallelTest, AShortMessageIsAnErrorNotOutput) {
   const std::vector<int32_t> prompt = Prompt(4 * page, 3);
   SequenceState cp;
   ForwardOutput out;
-  const Status s = RunRanks(2, prompt, page, &cp, &out, /*corrupt_rank=*/0, /*corrupt_layer=*/2);
+  const Status s = RunRanks(2, 1, prompt, page, &cp, &out, /*corrupt_rank=*/0, /*corrupt_tag=*/2);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("rank 0 sent"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("layer 2"), std::string::npos) << s.ToString();
@@ -293,12 +305,15 @@ TEST_P(ContextParallelTest, BadChunksAreRefused) {
   ThreadExchange ex(&box, 0, 2);
   ForwardOutput out;
   const std::vector<int32_t> prompt = Prompt(40, 1);
-  const std::vector<ContextChunk> off_page = {{0, 10}, {10, 40}};
-  EXPECT_FALSE(PrefillContextParallel(model(0), &s, prompt, off_page, ex, Options(), 1, &out).ok());
-  const std::vector<ContextChunk> one = {{0, 40}};
-  EXPECT_FALSE(PrefillContextParallel(model(0), &s, prompt, one, ex, Options(), 1, &out).ok());
-  const std::vector<ContextChunk> gap = {{0, 16}, {32, 40}};
-  EXPECT_FALSE(PrefillContextParallel(model(0), &s, prompt, gap, ex, Options(), 1, &out).ok());
+  const auto refused = [&](const std::vector<ContextChunk>& chunks) {
+    return !PrefillContextParallel(model(0), &s, prompt, chunks, ex, Options(), 1, &out).ok();
+  };
+  EXPECT_TRUE(refused({{0, 10, 0}, {10, 40, 1}}));  // off a page boundary
+  EXPECT_TRUE(refused({{0, 16, 0}, {32, 40, 1}}));  // a gap
+  EXPECT_TRUE(refused({{0, 16, 1}, {16, 40, 0}}));  // the end not on the last rank
+  EXPECT_TRUE(refused({{0, 16, 0}, {16, 40, 2}}));  // no rank 2
+  EXPECT_TRUE(refused({{0, 16, 0}, {16, 32, 1}}));  // short of the prompt
+  EXPECT_TRUE(refused({}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ContextParallelTest,

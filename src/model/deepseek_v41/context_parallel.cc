@@ -76,42 +76,44 @@ void ZeroLayer(const std::vector<Region>& regions, const ContextChunk& chunk, Se
 
 Status CheckChunks(std::span<const ContextChunk> chunks, int64_t n, int64_t page_tokens,
                    int ranks) {
-  if (static_cast<int>(chunks.size()) != ranks) {
-    return InvalidArgument("context parallel: " + std::to_string(chunks.size()) + " chunks for " +
-                           std::to_string(ranks) + " ranks");
-  }
   int64_t at = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const ContextChunk& c = chunks[i];
     const bool last = i + 1 == chunks.size();
-    if (c.begin != at || c.end < c.begin || (!last && c.end % page_tokens != 0)) {
-      return InvalidArgument("context parallel: chunk " + std::to_string(i) + " [" +
-                             std::to_string(c.begin) + ", " + std::to_string(c.end) +
-                             ") does not continue at " + std::to_string(at) +
-                             " on a page boundary");
+    if (c.begin != at || c.end < c.begin || (!last && c.end % page_tokens != 0) || c.rank < 0 ||
+        c.rank >= ranks) {
+      return InvalidArgument(
+          "context parallel: chunk " + std::to_string(i) + " [" + std::to_string(c.begin) + ", " +
+          std::to_string(c.end) + ") of rank " + std::to_string(c.rank) + " does not continue at " +
+          std::to_string(at) + " on a page boundary with a rank of " + std::to_string(ranks));
     }
     at = c.end;
   }
-  if (at != n || chunks.back().begin == chunks.back().end) {
+  if (chunks.empty() || at != n || chunks.back().begin == chunks.back().end ||
+      chunks.back().rank != ranks - 1) {
     return InvalidArgument("context parallel: the chunks must cover the " + std::to_string(n) +
-                           "-token prompt and the last one must hold its end");
+                           "-token prompt and the last one, the last rank's, must hold its end");
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-std::vector<ContextChunk> PlanContextChunks(int64_t prompt_len, int64_t page_tokens, int ranks) {
-  std::vector<ContextChunk> chunks(static_cast<size_t>(ranks));
+std::vector<ContextChunk> PlanContextChunks(int64_t prompt_len, int64_t page_tokens, int ranks,
+                                            int per_rank) {
+  const int n_chunks = ranks * per_rank;
+  std::vector<ContextChunk> chunks(static_cast<size_t>(n_chunks));
   const int64_t pages = (prompt_len + page_tokens - 1) / page_tokens;
-  // Pages per rank: equal shares, the remainder to the first ranks; the last rank's share
-  // ends at the prompt's end. With fewer pages than ranks the first ranks get none.
+  // Pages per chunk: equal shares, the remainder to the last chunks, so that the last one is
+  // never empty; it ends at the prompt's end.
   int64_t at = 0;
-  for (int r = 0; r < ranks; ++r) {
-    const int64_t share = pages / ranks + (r >= ranks - pages % ranks ? 1 : 0);
+  for (int i = 0; i < n_chunks; ++i) {
+    const int64_t share = pages / n_chunks + (i >= n_chunks - pages % n_chunks ? 1 : 0);
     const int64_t end =
-        r + 1 == ranks ? prompt_len : std::min(prompt_len, at + share * page_tokens);
-    chunks[static_cast<size_t>(r)] = {at, end};
+        i + 1 == n_chunks ? prompt_len : std::min(prompt_len, at + share * page_tokens);
+    // Round-robin, ending on the last rank.
+    const int rank = ((i - n_chunks) % ranks + ranks) % ranks;
+    chunks[static_cast<size_t>(i)] = {at, end, rank};
     at = end;
   }
   return chunks;
@@ -123,6 +125,7 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
                               int64_t logits_rows, ForwardOutput* out) {
   const int rank = ex.rank(), ranks = ex.size();
   const auto n = static_cast<int64_t>(prompt.size());
+  const int n_layers = model.config().n_layers;
   if (state->length != 0) return InvalidArgument("context parallel: the sequence is not fresh");
   if (options.hooks != nullptr || options.all_logits || options.decoder_replay_keep > 0) {
     return InvalidArgument(
@@ -131,59 +134,87 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
   }
   const KvPageLayout& layout = state->page_layout();
   DI_RETURN_IF_ERROR(CheckChunks(chunks, n, layout.page_tokens, ranks));
-  const ContextChunk mine = chunks[static_cast<size_t>(rank)];
   *out = ForwardOutput{};
-  if (mine.begin == mine.end) return Status::Ok();  // no pages of this prompt here
-  ScopedPhase phase("context_parallel.prefill");
   if (state->prompt_length == 0) state->prompt_length = n;
-  DI_RETURN_IF_ERROR(EnsurePages(state, mine.end));
-  model.AdoptPositions(state, prompt.first(static_cast<size_t>(mine.begin)));
+  ScopedPhase phase("context_parallel.prefill");
 
   std::vector<std::vector<Region>> regions;
-  regions.reserve(static_cast<size_t>(model.config().n_layers));
-  for (int li = 0; li < model.config().n_layers; ++li) {
+  regions.reserve(static_cast<size_t>(n_layers));
+  for (int li = 0; li < n_layers; ++li) {
     regions.push_back(LayerRegions(layout, model.layers()[static_cast<size_t>(li)]));
   }
+  const auto n_chunks = static_cast<int>(chunks.size());
+  const auto tag = [&](int chunk, int li) { return chunk * n_layers + li; };
+  // received[j * n_layers + li]: chunk j's layer li is in this rank's pages.
+  std::vector<uint8_t> received(static_cast<size_t>(n_chunks * n_layers), 0);
   Status failed = Status::Ok();
+  int current = 0;  // the chunk being computed
   ForwardHooks hooks;
   hooks.before_block = [&](int li, uint16_t*, float*, int64_t) {
-    if (mine.begin == 0) return;
     ScopedPhase wait("context_parallel.receive");
     const std::vector<Region>& layer_regions = regions[static_cast<size_t>(li)];
-    for (int q = 0; q < rank; ++q) {
-      const ContextChunk& c = chunks[static_cast<size_t>(q)];
-      if (c.begin == c.end) continue;
+    for (int j = 0; j < current; ++j) {
+      const ContextChunk& c = chunks[static_cast<size_t>(j)];
+      uint8_t& have = received[static_cast<size_t>(tag(j, li))];
+      if (c.rank == rank || c.begin == c.end || have) continue;
       if (failed.ok()) {
-        StatusOr<std::string> bytes = ex.Receive(q, li);
-        failed = bytes.ok() ? UnpackLayer(*bytes, layer_regions, c, q, li, state) : bytes.status();
+        StatusOr<std::string> bytes = ex.Receive(c.rank, tag(j, li));
+        failed =
+            bytes.ok() ? UnpackLayer(*bytes, layer_regions, c, c.rank, li, state) : bytes.status();
       }
       if (!failed.ok()) ZeroLayer(layer_regions, c, state);
+      have = 1;
     }
     const Status ring = model.RestoreRing(state, li);
     if (failed.ok()) failed = ring;
   };
   hooks.after_block = [&](int li, const uint16_t*, const float*, int64_t) {
-    if (!failed.ok() || rank + 1 == ranks) return;
-    const std::string bytes = PackLayer(*state, regions[static_cast<size_t>(li)], mine);
-    for (int t = rank + 1; t < ranks && failed.ok(); ++t) failed = ex.Send(t, li, bytes);
+    if (!failed.ok()) return;
+    std::vector<uint8_t> to(static_cast<size_t>(ranks), 0);
+    for (int j = current + 1; j < n_chunks; ++j) {
+      const ContextChunk& c = chunks[static_cast<size_t>(j)];
+      if (c.rank != rank && c.begin < c.end) to[static_cast<size_t>(c.rank)] = 1;
+    }
+    std::string bytes;
+    for (int t = 0; t < ranks && failed.ok(); ++t) {
+      if (!to[static_cast<size_t>(t)]) continue;
+      if (bytes.empty()) {
+        bytes = PackLayer(*state, regions[static_cast<size_t>(li)],
+                          chunks[static_cast<size_t>(current)]);
+      }
+      failed = ex.Send(t, tag(current, li), bytes);
+    }
   };
   ForwardOptions fo = options;
   fo.hooks = &hooks;
-  const bool last = rank + 1 == ranks;
-  const ForwardInput in{
-      state,
-      prompt.subspan(static_cast<size_t>(mine.begin), static_cast<size_t>(mine.end - mine.begin)),
-      last, last ? logits_rows : 1, 0};
-  ForwardOutput result;
-  const Status s = model.Forward(std::span<const ForwardInput>(&in, 1), fo, &result);
-  DI_RETURN_IF_ERROR(failed);
-  DI_RETURN_IF_ERROR(s);
-  DI_RETURN_IF_ERROR(ex.Flush());
-  // The earlier chunks' pages now hold every layer: complete, as a one-rank prefill leaves them.
-  for (int64_t page = 0; page < mine.begin / layout.page_tokens; ++page) {
-    state->kv_store->header(state->pages[static_cast<size_t>(page)])->complete = 1;
+  for (current = 0; current < n_chunks; ++current) {
+    const ContextChunk& c = chunks[static_cast<size_t>(current)];
+    if (c.rank != rank || c.begin == c.end) continue;
+    const bool last = current + 1 == n_chunks;
+    DI_RETURN_IF_ERROR(EnsurePages(state, c.end));
+    if (c.begin > state->length) {
+      model.AdoptPositions(state, prompt.first(static_cast<size_t>(c.begin)));
+    }
+    const ForwardInput in{
+        state, prompt.subspan(static_cast<size_t>(c.begin), static_cast<size_t>(c.end - c.begin)),
+        last, last ? logits_rows : 1, 0};
+    ForwardOutput result;
+    const Status s = model.Forward(std::span<const ForwardInput>(&in, 1), fo, &result);
+    DI_RETURN_IF_ERROR(failed);
+    DI_RETURN_IF_ERROR(s);
+    if (last) *out = std::move(result);
   }
-  if (last) *out = std::move(result);
+  DI_RETURN_IF_ERROR(ex.Flush());
+  // The other ranks' chunks before this rank's last one now hold every layer: complete, as a
+  // one-rank prefill leaves them.
+  for (int j = 0; j < n_chunks; ++j) {
+    const ContextChunk& c = chunks[static_cast<size_t>(j)];
+    if (c.rank == rank || c.begin == c.end || !received[static_cast<size_t>(tag(j, n_layers - 1))])
+      continue;
+    for (int64_t page = c.begin / layout.page_tokens; page < c.end / layout.page_tokens; ++page) {
+      state->kv_store->header(state->pages[static_cast<size_t>(page)])->complete = 1;
+    }
+  }
   return Status::Ok();
 }
 

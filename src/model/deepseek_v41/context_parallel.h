@@ -1,23 +1,29 @@
 // Context parallelism for one prompt's prefill (docs/scaleout.md, "Context parallelism").
 //
-// The prompt is cut into contiguous chunks on page boundaries, one per rank of a CP group, and
-// each rank runs an ordinary prefill of its chunk: the engine contract already makes a chunked
-// prefill equal to one-shot prefill, so the only question is where a chunk's view of the earlier
-// chunks comes from. A row reads earlier positions only through what a page holds (kv_pages.h):
-// the KV sources' compressed entries and index keys, and the window latents of its ring (the
-// page tails). Every one of them is written by the layer that reads it or an earlier one (prompt
-// rows score owners <= their layer: index_key_schedule.h), so the chunks run as a wavefront:
+// The prompt is cut into contiguous chunks on page boundaries, dealt round-robin to the ranks of
+// a CP group (k per rank), and each rank runs an ordinary prefill of each of its chunks in turn:
+// the engine contract already makes a chunked prefill equal to one-shot prefill, so the only
+// question is where a chunk's view of the earlier chunks comes from. A row reads earlier positions
+// only through what a page holds (kv_pages.h): the KV sources' compressed entries and index keys,
+// and the window latents of its ring (the page tails). Every one of them is written by the layer
+// that reads it or an earlier one (prompt rows score owners <= their layer: index_key_schedule.h),
+// so the chunks run as a wavefront:
 //
-//   rank r, before block L:  receive layer L's page regions of chunks 0..r-1 from their ranks,
-//                            restore layer L's window ring from the tails;
-//   rank r, after block L:   send layer L's page regions of its chunk to ranks r+1..N-1.
+//   chunk c, before block L:  receive layer L's page regions of the earlier chunks other ranks
+//                             computed (once each), restore layer L's window ring from the tails;
+//   chunk c, after block L:   send layer L's page regions of chunk c to every rank that computes
+//                             a later chunk.
 //
-// Rank r's block L starts once rank r-1 finished its block L, so N chunks over L layers take
-// (N + L - 1) chunk-layer steps instead of N x L (a pipeline fill of N - 1 steps). The last rank
-// ends with the whole prompt's state, bit for bit the single-process one: every page (its own
-// and the received regions of every layer), its rings, partial groups and Engram history from
-// its own chunk. It decodes the sequence (or hands it over, as prefill/decode disaggregation
-// does). The other ranks' states are partial and are dropped.
+// Between its chunks a rank adopts the positions the others computed (Model::AdoptPositions).
+// Chunk c's block L starts once chunk c-1's block L is done: with one chunk per rank, N chunks
+// over L layers take N + L - 1 chunk-layer steps against N x L on one rank, so the pipeline's fill
+// is (L - 1) steps; k chunks per rank shrink each step k-fold (simulated, 4 layers at 2 ranks:
+// 1.25 / 1.125 / 1.06 x the ideal for k = 1 / 2 / 4; 40 layers: 1.03 / 1.01 / 1.01), and
+// round-robin spreads the causal attention work, which grows with the position, over the ranks.
+// The last chunk's rank ends with the whole prompt's state, bit for bit the single-process one:
+// every page (its own and the received regions of every layer), its rings, partial groups and
+// Engram history from its own last chunk. It decodes the sequence (or hands it over, as
+// prefill/decode disaggregation does). The other ranks' states are partial and are dropped.
 //
 // Not here: expert parallelism inside the prefill (the ranks are at different layers, so a
 // per-layer all-to-all would not line up: every rank of a CP group holds every expert), prompt
@@ -35,7 +41,7 @@
 
 namespace deepinfer::model {
 
-// How the ranks of a CP group reach each other. Tags are layer indexes.
+// How the ranks of a CP group reach each other. A tag is chunk * n_layers + layer.
 class ContextExchange {
  public:
   virtual ~ContextExchange() = default;
@@ -52,19 +58,23 @@ class ContextExchange {
 struct ContextChunk {
   int64_t begin = 0;
   int64_t end = 0;  // exclusive
+  int rank = 0;     // the CP rank that computes it
 };
 
-// [0, prompt_len) as `ranks` contiguous chunks: boundaries on multiples of `page_tokens`, sizes
-// as equal as that allows (the last chunk takes the remainder). Chunks may be empty when the
-// prompt has fewer pages than ranks; an empty chunk's rank only relays nothing.
-std::vector<ContextChunk> PlanContextChunks(int64_t prompt_len, int64_t page_tokens, int ranks);
+// [0, prompt_len) as ranks x per_rank contiguous chunks in order, dealt round-robin so that the
+// last one (the prompt's end) is the last rank's: boundaries on multiples of `page_tokens`, sizes
+// as equal as that allows (the last chunk takes the remainder). With fewer pages than chunks the
+// first chunks are empty (begin == end; nothing to compute or send).
+std::vector<ContextChunk> PlanContextChunks(int64_t prompt_len, int64_t page_tokens, int ranks,
+                                            int per_rank = 1);
 
 // Rank ex.rank()'s part of the prefill of `prompt` over `chunks` (PlanContextChunks of its
-// length and state's page length, one chunk per rank of `ex`). `state` is fresh, with its
-// prompt_length set (or 0: the whole prompt). On the last rank, `out` receives what
-// Model::Forward gives for the last chunk (logits of its last logits_rows rows; taps of its rows
-// when options.want_taps). On the others, `out` is left empty. Every rank must call it with the
-// same prompt and chunks; an error on one rank leaves the others waiting (an MPI job ends).
+// length and state's page length over the ranks of `ex`). `state` is fresh, with its
+// prompt_length set (or 0: the whole prompt). On the rank of the last chunk (the last rank),
+// `out` receives what Model::Forward gives for it (logits of its last logits_rows rows; taps of
+// its rows when options.want_taps). On the others, `out` is left empty. Every rank must call it
+// with the same prompt and chunks; an error on one rank leaves the others waiting (an MPI job
+// ends).
 Status PrefillContextParallel(const Model& model, SequenceState* state,
                               std::span<const int32_t> prompt, std::span<const ContextChunk> chunks,
                               ContextExchange& ex, const ForwardOptions& options,

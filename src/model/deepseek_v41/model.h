@@ -158,10 +158,10 @@ class Model {
   // (model_prefix.cc).
   Status AdoptPrefix(SequenceState* state, std::span<const int32_t> tokens) const;
   // AdoptPrefix's two halves, for pages whose contents arrive layer by layer (context
-  // parallelism, context_parallel.h). AdoptPositions: `state` (fresh) has consumed `tokens`
-  // (a multiple of the page length and of every ratio): length, tokens, entry counts, Engram
-  // history; not the window rings (DSpark rings restart). RestoreRing: backbone layer `layer`'s
-  // window ring from the page tails of the positions before state->length.
+  // parallelism, context_parallel.h). AdoptPositions: `state` has consumed `tokens` (a multiple
+  // of the page length and of every ratio; any earlier length): length, tokens, entry counts,
+  // Engram history; not the window rings (DSpark rings restart). RestoreRing: backbone layer
+  // `layer`'s window ring from the page tails of the positions before state->length.
   void AdoptPositions(SequenceState* state, std::span<const int32_t> tokens) const;
   Status RestoreRing(SequenceState* state, int layer) const;
 

@@ -59,6 +59,7 @@ void Model::AdoptPositions(SequenceState* state, std::span<const int32_t> tokens
     if (d.owns_compressor) state->layers[li].n_entries = h / d.compress_ratio;
   }
   // Engram history: the compressed ids of the last tokens.
+  state->engram_history = EngramHistory{};
   if (engram_plan_.n_layers() > 0) {
     const size_t keep = std::min<size_t>(tokens.size(), static_cast<size_t>(kEngramMaxNgram - 1));
     std::vector<int64_t> scratch(keep * engram_plan_.n_layers() * engram_plan_.n_cols());

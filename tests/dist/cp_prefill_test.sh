@@ -8,11 +8,8 @@
 set -euo pipefail
 BIN="$1"
 MODEL="$2"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPIRUN=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none
-        --mca mpi_yield_when_idle 1 -x DEEPINFER_THREADS=1)
+source "$(dirname "$0")/processes.sh"
+source "$(dirname "$0")/mpirun.sh"
 lens=1,5,16,17,63,100,1000
 fail=0
 for mode in official owner; do

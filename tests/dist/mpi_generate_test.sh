@@ -11,9 +11,7 @@ BIN="$1"
 MODEL="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPIRUN=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none
-        --mca mpi_yield_when_idle 1 -x DEEPINFER_THREADS=1)
+source "$(dirname "$0")/mpirun.sh"
 long="$(seq -s, 3 60)"
 cat > "$work/batch.jsonl" <<JSONL
 {"prompt_ids": [5, 6, 7, 8], "max_tokens": 12, "seed": 9}

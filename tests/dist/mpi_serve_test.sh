@@ -12,9 +12,7 @@ set -euo pipefail
 BIN="$1"
 MODEL="$2"
 source "$(dirname "$0")/processes.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPIRUN=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none
-        --mca mpi_yield_when_idle 1 -x DEEPINFER_THREADS=1)
+source "$(dirname "$0")/mpirun.sh"
 SERVE=(serve --model "$MODEL" --port 0 --kv-budget 256M --served-model-name m)
 
 

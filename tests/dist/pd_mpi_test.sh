@@ -15,9 +15,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$(dirname "$0")/processes.sh"
 export DEEPINFER_THREADS=1
 export UCX_TLS="${UCX_TLS:-tcp,self}" UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPIRUN=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none
-        --mca mpi_yield_when_idle 1 -x DEEPINFER_THREADS=1 -x UCX_TLS -x UCX_NET_DEVICES)
+source "$(dirname "$0")/mpirun.sh"
+MPIRUN+=(-x UCX_TLS -x UCX_NET_DEVICES)
 SERVE=(serve --model "$MODEL" --port 0 --kv-budget 256M --served-model-name m --check-integrity on)
 fail=0
 

@@ -28,50 +28,52 @@ std::vector<Region> LayerRegions(const KvPageLayout& l, const LayerDescriptor& d
   return r;
 }
 
-// Layer `li`'s regions of the pages of `chunk` (whole pages: an earlier chunk ends on a page
-// boundary).
+// Calls fn(bytes of the region in the page, its length) for each region of each page of `chunk`,
+// in page order (whole pages: a chunk before the last ends on a page boundary).
+template <typename Fn>
+void ForEachRegion(const SequenceState& s, const std::vector<Region>& regions,
+                   const ContextChunk& chunk, Fn fn) {
+  const int64_t p = s.page_layout().page_tokens;
+  for (int64_t page = chunk.begin / p; page < chunk.end / p; ++page) {
+    uint8_t* base = s.kv_store->page(s.pages[static_cast<size_t>(page)]);
+    for (const Region& r : regions) fn(base + r.offset, static_cast<size_t>(r.bytes));
+  }
+}
+
+// Layer `li`'s regions of the pages of `chunk`, concatenated.
 std::string PackLayer(const SequenceState& s, const std::vector<Region>& regions,
                       const ContextChunk& chunk) {
-  const int64_t p = s.page_layout().page_tokens;
   std::string bytes;
-  for (int64_t page = chunk.begin / p; page < chunk.end / p; ++page) {
-    const uint8_t* base = s.kv_store->page(s.pages[static_cast<size_t>(page)]);
-    for (const Region& r : regions)
-      bytes.append(reinterpret_cast<const char*>(base + r.offset), r.bytes);
-  }
+  ForEachRegion(s, regions, chunk, [&](const uint8_t* at, size_t n) {
+    bytes.append(reinterpret_cast<const char*>(at), n);
+  });
   return bytes;
 }
 
+// Writes what PackLayer of chunk.rank's state gave into this state's pages.
 Status UnpackLayer(const std::string& bytes, const std::vector<Region>& regions,
-                   const ContextChunk& chunk, int from, int li, SequenceState* s) {
+                   const ContextChunk& chunk, int li, SequenceState* s) {
   const int64_t p = s->page_layout().page_tokens;
   int64_t per_page = 0;
   for (const Region& r : regions) per_page += r.bytes;
   const int64_t want = (chunk.end / p - chunk.begin / p) * per_page;
   if (static_cast<int64_t>(bytes.size()) != want) {
-    return DataLoss("context parallel: rank " + std::to_string(from) + " sent " +
+    return DataLoss("context parallel: rank " + std::to_string(chunk.rank) + " sent " +
                     std::to_string(bytes.size()) + " bytes for layer " + std::to_string(li) +
                     ", expected " + std::to_string(want));
   }
-  const char* at = bytes.data();
-  for (int64_t page = chunk.begin / p; page < chunk.end / p; ++page) {
-    uint8_t* base = s->kv_store->page(s->pages[static_cast<size_t>(page)]);
-    for (const Region& r : regions) {
-      std::memcpy(base + r.offset, at, static_cast<size_t>(r.bytes));
-      at += r.bytes;
-    }
-  }
+  const char* from = bytes.data();
+  ForEachRegion(*s, regions, chunk, [&](uint8_t* at, size_t n) {
+    std::memcpy(at, from, n);
+    from += n;
+  });
   return Status::Ok();
 }
 
 // After a failed receive the forward still runs to its end (a hook cannot stop it): the layer's
 // regions of `chunk` are zeroed so that it computes on defined values, and the error is returned.
 void ZeroLayer(const std::vector<Region>& regions, const ContextChunk& chunk, SequenceState* s) {
-  const int64_t p = s->page_layout().page_tokens;
-  for (int64_t page = chunk.begin / p; page < chunk.end / p; ++page) {
-    uint8_t* base = s->kv_store->page(s->pages[static_cast<size_t>(page)]);
-    for (const Region& r : regions) std::memset(base + r.offset, 0, static_cast<size_t>(r.bytes));
-  }
+  ForEachRegion(*s, regions, chunk, [](uint8_t* at, size_t n) { std::memset(at, 0, n); });
 }
 
 Status CheckChunks(std::span<const ContextChunk> chunks, int64_t n, int64_t page_tokens,
@@ -159,8 +161,7 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
       if (c.rank == rank || c.begin == c.end || have) continue;
       if (failed.ok()) {
         StatusOr<std::string> bytes = ex.Receive(c.rank, tag(j, li));
-        failed =
-            bytes.ok() ? UnpackLayer(*bytes, layer_regions, c, c.rank, li, state) : bytes.status();
+        failed = bytes.ok() ? UnpackLayer(*bytes, layer_regions, c, li, state) : bytes.status();
       }
       if (!failed.ok()) ZeroLayer(layer_regions, c, state);
       have = 1;

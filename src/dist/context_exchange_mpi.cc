@@ -2,15 +2,12 @@
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <mutex>
-#include <numeric>
 #include <thread>
 
-#include "core/check.h"
 #include "dist/mpi_world.h"
 
 namespace deepinfer::dist {
@@ -54,20 +51,10 @@ struct MpiContextExchange::Impl {
   }
 };
 
-MpiContextExchange::MpiContextExchange(std::vector<int> order)
-    : impl_(new Impl), order_(std::move(order)) {
+MpiContextExchange::MpiContextExchange() : impl_(new Impl) {
   const MpiWorld& world = MpiWorld::Instance();
-  if (order_.empty()) {
-    order_.resize(static_cast<size_t>(world.size()));
-    std::iota(order_.begin(), order_.end(), 0);
-  }
-  std::vector<int> sorted = order_;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    CHECK_EQ(sorted[i], static_cast<int>(i)) << "the CP order must be a permutation of the ranks";
-  }
-  CHECK_EQ(static_cast<int>(order_.size()), world.size());
-  rank_ = static_cast<int>(std::find(order_.begin(), order_.end(), world.rank()) - order_.begin());
+  rank_ = world.rank();
+  size_ = world.size();
   if (world.distributed()) {
     MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm);
     impl_->progress = std::thread([this] { impl_->Progress(); });
@@ -100,8 +87,7 @@ Status MpiContextExchange::Send(int to, int tag, std::string bytes) {
   const std::string& b = in_flight_.back();
   std::lock_guard<std::mutex> lock(impl_->mu);
   MPI_Request request;
-  MPI_Isend(b.data(), static_cast<int>(b.size()), MPI_BYTE, order_[static_cast<size_t>(to)], tag,
-            impl_->comm, &request);
+  MPI_Isend(b.data(), static_cast<int>(b.size()), MPI_BYTE, to, tag, impl_->comm, &request);
   impl_->requests.push_back(request);
   impl_->wake.notify_all();
   return Status::Ok();
@@ -113,7 +99,7 @@ StatusOr<std::string> MpiContextExchange::Receive(int from, int tag) {
                            " cannot receive from rank " + std::to_string(from));
   }
   const auto start = std::chrono::steady_clock::now();
-  const int source = order_[static_cast<size_t>(from)];
+  const int source = from;
   std::string bytes;
   for (;;) {
     {

@@ -8,9 +8,9 @@
 // pending sends every 500 us while the rank computes its next layer (measured without it: the
 // receiver got each layer one layer late, 39 s against 25 s for 2,048 tokens at 2 ranks). All
 // of the exchange's MPI calls hold one mutex (MPI_THREAD_SERIALIZED); no other MPI traffic may
-// run on another thread during a CP prefill. CP rank i is world rank
-// order[i] (default: the identity), so that the rank that will decode the sequence can be made
-// the last one. Construction and destruction are collective over MPI_COMM_WORLD.
+// run on another thread during a CP prefill. CP rank i is world rank i
+// (engine/context_parallel_prefill.h renumbers them so that the decoding rank is the last).
+// Construction and destruction are collective over MPI_COMM_WORLD.
 //
 // Counters for the measurement (`deepinfer cp-prefill`): bytes sent and seconds spent waiting in
 // Receive and Flush (a rank's busy time is its wall time minus that).
@@ -18,7 +18,6 @@
 
 #include <deque>
 #include <string>
-#include <vector>
 
 #include "model/deepseek_v41/context_parallel.h"
 
@@ -26,14 +25,13 @@ namespace deepinfer::dist {
 
 class MpiContextExchange : public model::ContextExchange {
  public:
-  // order: the world rank of each CP rank (a permutation of 0..size-1); empty = identity.
-  explicit MpiContextExchange(std::vector<int> order = {});
+  MpiContextExchange();
   ~MpiContextExchange() override;
   MpiContextExchange(const MpiContextExchange&) = delete;
   MpiContextExchange& operator=(const MpiContextExchange&) = delete;
 
   int rank() const override { return rank_; }
-  int size() const override { return static_cast<int>(order_.size()); }
+  int size() const override { return size_; }
   Status Send(int to, int tag, std::string bytes) override;
   StatusOr<std::string> Receive(int from, int tag) override;
   Status Flush() override;
@@ -44,8 +42,8 @@ class MpiContextExchange : public model::ContextExchange {
  private:
   struct Impl;
   Impl* impl_;
-  std::vector<int> order_;  // CP rank -> world rank
-  int rank_ = 0;            // this process's CP rank
+  int rank_ = 0;
+  int size_ = 1;
   std::deque<std::string> in_flight_;
   int64_t bytes_sent_ = 0;
   double wait_seconds_ = 0.0;

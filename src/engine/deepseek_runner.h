@@ -61,6 +61,8 @@ class DeepSeekRunner : public ModelRunner {
   Status EndSpeculation(RunnerSequence* seq, int64_t kept_length) override;
 
   const model::Model& model() const { return *model_; }
+  const DeepSeekRunnerOptions& options() const { return options_; }
+  bool drafts_enabled() const { return drafts_; }
   // Ids drafts rank (the vocabulary's size without a draft vocabulary).
   size_t draft_vocab_size() const {
     return draft_vocab_ ? draft_vocab_->ids().size() : static_cast<size_t>(vocab_size());

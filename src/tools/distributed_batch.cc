@@ -85,6 +85,19 @@ Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {
     if (rank_of[i] == world.rank()) mine.push_back(lines[i]);
   }
 
+  // Context parallelism: every rank prefills each long prompt with the others, in input order,
+  // before the engines run; the sequence lands on the rank that runs the line, whose request
+  // then continues it (engine/context_parallel_prefill.h).
+  if (e.context) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      StatusOr<LinePrompt> p = ReadLinePrompt(e, lines[i].text);
+      if (!p.ok() || !e.context->Splits(e, p->ids, p->prompt_logprobs)) {
+        continue;  // the same verdict on every rank: a refused line is refused by its rank
+      }
+      e.context->Prefill(e, p->ids, rank_of[i]);
+    }
+  }
+
   // Results as newline-separated JSON lines (a JSON line holds no raw newline).
   StatusOr<std::vector<std::string>> results = RunBatchLines(e, mine);
   std::string reply;
@@ -101,7 +114,11 @@ Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {
       "rank " + std::to_string(world.rank()) + ": " + std::to_string(mine.size()) + " lines, " +
       std::to_string(st.steps) + " steps, " + std::to_string(st.tokens_computed) +
       " tokens computed, " + std::to_string(st.preemptions) + " preemptions, peak RSS " +
-      std::to_string(PeakRssMiB()) + " MiB\n");
+      std::to_string(PeakRssMiB()) + " MiB" +
+      (e.context ? "; " + e.context->Report() + ", " + std::to_string(st.tails_continued) +
+                       " requests continued a handed-over sequence"
+                 : std::string()) +
+      "\n");
   for (const std::string& f : figures) std::cerr << f;
   if (e.experts) std::cerr << ExpertParallelReport(*e.experts);
   if (world.rank() != 0) return Status::Ok();

@@ -54,6 +54,18 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
   cmd->add_option("--eplb-redundant", f->eplb_redundant,
                   "expert parallel with EPLB: extra copies of the hottest experts per layer")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--context-parallel", f->context_parallel,
+                  "under mpirun: split a prompt's prefill over the ranks (on: every prompt, auto: "
+                  "prompts of --context-parallel-min-tokens or more); needs --expert-parallel off "
+                  "and --spec off")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
+  cmd->add_option("--context-parallel-min-tokens", f->context_parallel_min_tokens,
+                  "--context-parallel auto: the shortest prompt split over the ranks")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--context-parallel-chunks", f->context_parallel_chunks,
+                  "context parallel: chunks dealt round-robin to each rank (more: a shorter "
+                  "pipeline fill)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--check-integrity", f->check_integrity,
                   "check every invariant of the page pool after every engine step (on/off; "
                   "slower; debug builds always do); a violation fails the step loudly")
@@ -71,7 +83,10 @@ std::string EngineFlags::Describe() const {
          " spec-threshold=" + std::to_string(spec_threshold) +
          " spec-draft-vocab=" + spec_draft_vocab + " expert-parallel=" + expert_parallel +
          " eplb-interval=" + std::to_string(eplb_interval) +
-         " eplb-redundant=" + std::to_string(eplb_redundant);
+         " eplb-redundant=" + std::to_string(eplb_redundant) +
+         " context-parallel=" + context_parallel +
+         " context-parallel-min-tokens=" + std::to_string(context_parallel_min_tokens) +
+         " context-parallel-chunks=" + std::to_string(context_parallel_chunks);
 }
 
 }  // namespace deepinfer::tools

@@ -118,6 +118,7 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   eo.check_integrity = true;  // debug builds check every invariant after every step
 #endif
   DI_ASSIGN_OR_RETURN(e.engine, engine::Engine::Create(e.runner.get(), eo, &e.model->pool()));
+  DI_ASSIGN_OR_RETURN(e.context, AttachContextParallel(e, flags));
   if (e.tokenizer) {
     DI_ASSIGN_OR_RETURN(e.structured,
                         api::StructuredOutputs::Create(*e.tokenizer, e.model->config().vocab_size));

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/deepseek_v41/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/context_parallel_setup.h"
 #include "tools/expert_parallel_setup.h"
 
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's own namespace
@@ -48,6 +49,11 @@ struct EngineFlags {
   std::string expert_parallel = "on";
   int64_t eplb_interval = 0;
   int64_t eplb_redundant = 0;
+  // Context parallelism under mpirun (engine/context_parallel_prefill.h): off, on (every
+  // prompt) or auto (prompts of at least context_parallel_min_tokens tokens), k chunks per rank.
+  std::string context_parallel = "off";
+  int64_t context_parallel_min_tokens = 4096;
+  int context_parallel_chunks = 4;
   std::string check_integrity = "off";  // KvCacheManager / engine invariants after every step
 
   // Every flag and its value, one string (ranks compare theirs at start).
@@ -70,6 +76,8 @@ struct LoadedEngine {
   std::unique_ptr<api::StructuredOutputs> structured;  // with a tokenizer only
   // Expert parallelism under mpirun (expert_parallel_setup.h); null otherwise.
   std::unique_ptr<dist::MpiExpertExchange> experts;
+  // Context parallelism under mpirun (context_parallel_setup.h); null otherwise.
+  std::unique_ptr<ContextParallelSetup> context;
 
   // The draft vocabulary in use ("" = the whole vocabulary; else the file it came from).
   std::string draft_vocab_source;

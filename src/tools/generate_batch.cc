@@ -85,7 +85,7 @@ struct Job {
   int64_t cached_tokens = 0;
 };
 
-StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& line, Job* job) {
+StatusOr<ordered_json> ParseObject(const std::string& line) {
   ordered_json j;
   try {
     j = ordered_json::parse(line);
@@ -96,25 +96,36 @@ StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& li
   for (const auto& [key, value] : j.items()) {
     if (!KnownFields().count(key)) return InvalidArgument("unknown field \"" + key + "\"");
   }
+  return j;
+}
+
+// The prompt of a parsed line: its text tokenized, or its ids.
+StatusOr<std::vector<int32_t>> PromptIds(const LoadedEngine& e, const ordered_json& j) {
+  const bool has_text = j.contains("prompt"), has_ids = j.contains("prompt_ids");
+  if (has_text == has_ids) return InvalidArgument("give exactly one of prompt and prompt_ids");
+  if (has_text) {
+    if (!j["prompt"].is_string()) return InvalidArgument("prompt must be a string");
+    if (!e.tokenizer) return InvalidArgument("prompt text needs a tokenizer; use prompt_ids");
+    return e.tokenizer->Encode(j["prompt"].get<std::string>(), true);
+  }
+  if (!j["prompt_ids"].is_array()) return InvalidArgument("prompt_ids must be an array");
+  std::vector<int32_t> ids;
+  for (const auto& v : j["prompt_ids"]) {
+    if (!v.is_number_integer()) return InvalidArgument("prompt_ids must hold integers");
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+StatusOr<engine::Request> ParseLine(const LoadedEngine& e, const std::string& line, Job* job) {
+  DI_ASSIGN_OR_RETURN(ordered_json j, ParseObject(line));
   engine::Request r;
   DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(nlohmann::json::parse(line)));
   if (j.contains("priority")) {
     if (!j["priority"].is_number_integer()) return InvalidArgument("priority must be an integer");
     r.priority = j["priority"].get<int>();
   }
-  const bool has_text = j.contains("prompt"), has_ids = j.contains("prompt_ids");
-  if (has_text == has_ids) return InvalidArgument("give exactly one of prompt and prompt_ids");
-  if (has_text) {
-    if (!j["prompt"].is_string()) return InvalidArgument("prompt must be a string");
-    if (!e.tokenizer) return InvalidArgument("prompt text needs a tokenizer; use prompt_ids");
-    DI_ASSIGN_OR_RETURN(r.prompt, e.tokenizer->Encode(j["prompt"].get<std::string>(), true));
-  } else {
-    if (!j["prompt_ids"].is_array()) return InvalidArgument("prompt_ids must be an array");
-    for (const auto& v : j["prompt_ids"]) {
-      if (!v.is_number_integer()) return InvalidArgument("prompt_ids must hold integers");
-      r.prompt.push_back(v.get<int32_t>());
-    }
-  }
+  DI_ASSIGN_OR_RETURN(r.prompt, PromptIds(e, j));
   bool thinking = false;
   if (j.contains("thinking")) {
     if (!j["thinking"].is_boolean()) return InvalidArgument("thinking must be a boolean");
@@ -179,6 +190,16 @@ void FinishLine(Job* job, const engine::SamplingParams& params, int64_t prompt_l
 }
 
 }  // namespace
+
+StatusOr<LinePrompt> ReadLinePrompt(const LoadedEngine& e, const std::string& line) {
+  DI_ASSIGN_OR_RETURN(ordered_json j, ParseObject(line));
+  LinePrompt p;
+  DI_ASSIGN_OR_RETURN(engine::SamplingParams params,
+                      api::SamplingParamsFromJson(nlohmann::json::parse(line)));
+  p.prompt_logprobs = params.prompt_logprobs.has_value();
+  DI_ASSIGN_OR_RETURN(p.ids, PromptIds(e, j));
+  return p;
+}
 
 StatusOr<std::vector<std::string>> RunBatchLines(LoadedEngine& e,
                                                  const std::vector<BatchLine>& lines) {

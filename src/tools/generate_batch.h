@@ -25,6 +25,13 @@ struct BatchLine {
 };
 // The non-empty lines of `in`, numbered from 0.
 std::vector<BatchLine> ReadBatchLines(std::istream& in);
+// A line's prompt as its request will hold it, and whether it asks for prompt logprobs (an error
+// for a line whose prompt or sampling fields the request would refuse).
+struct LinePrompt {
+  std::vector<int32_t> ids;
+  bool prompt_logprobs = false;
+};
+StatusOr<LinePrompt> ReadLinePrompt(const LoadedEngine& e, const std::string& line);
 // Runs `lines` on the loaded engine (all submitted, then run until idle); returns one output
 // line (JSON, no newline) per input line, in the same order.
 StatusOr<std::vector<std::string>> RunBatchLines(LoadedEngine& e,

@@ -76,9 +76,9 @@ void ZeroLayer(const std::vector<Region>& regions, const ContextChunk& chunk, Se
   ForEachRegion(*s, regions, chunk, [](uint8_t* at, size_t n) { std::memset(at, 0, n); });
 }
 
-Status CheckChunks(std::span<const ContextChunk> chunks, int64_t n, int64_t page_tokens,
-                   int ranks) {
-  int64_t at = 0;
+Status CheckChunks(std::span<const ContextChunk> chunks, int64_t from, int64_t n,
+                   int64_t page_tokens, int ranks) {
+  int64_t at = from;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const ContextChunk& c = chunks[i];
     const bool last = i + 1 == chunks.size();
@@ -93,8 +93,9 @@ Status CheckChunks(std::span<const ContextChunk> chunks, int64_t n, int64_t page
   }
   if (chunks.empty() || at != n || chunks.back().begin == chunks.back().end ||
       chunks.back().rank != ranks - 1) {
-    return InvalidArgument("context parallel: the chunks must cover the " + std::to_string(n) +
-                           "-token prompt and the last one, the last rank's, must hold its end");
+    return InvalidArgument("context parallel: the chunks must cover positions " +
+                           std::to_string(from) + " to " + std::to_string(n) +
+                           " of the prompt and the last one, the last rank's, must hold its end");
   }
   return Status::Ok();
 }
@@ -121,6 +122,17 @@ std::vector<ContextChunk> PlanContextChunks(int64_t prompt_len, int64_t page_tok
   return chunks;
 }
 
+std::vector<ContextChunk> PlanContextChunks(int64_t from, int64_t prompt_len, int64_t page_tokens,
+                                            int ranks, int per_rank) {
+  std::vector<ContextChunk> chunks =
+      PlanContextChunks(prompt_len - from, page_tokens, ranks, per_rank);
+  for (ContextChunk& c : chunks) {
+    c.begin += from;
+    c.end += from;
+  }
+  return chunks;
+}
+
 Status PrefillContextParallel(const Model& model, SequenceState* state,
                               std::span<const int32_t> prompt, std::span<const ContextChunk> chunks,
                               ContextExchange& ex, const ForwardOptions& options,
@@ -128,14 +140,18 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
   const int rank = ex.rank(), ranks = ex.size();
   const auto n = static_cast<int64_t>(prompt.size());
   const int n_layers = model.config().n_layers;
-  if (state->length != 0) return InvalidArgument("context parallel: the sequence is not fresh");
+  const int64_t from = state->length;
   if (options.hooks != nullptr || options.all_logits || options.decoder_replay_keep > 0) {
     return InvalidArgument(
         "context parallel: no hooks, all_logits or decoder-side replay (each rank sees its chunk "
         "only)");
   }
   const KvPageLayout& layout = state->page_layout();
-  DI_RETURN_IF_ERROR(CheckChunks(chunks, n, layout.page_tokens, ranks));
+  if (from % layout.page_tokens != 0 || from >= n) {
+    return InvalidArgument("context parallel: the sequence holds " + std::to_string(from) +
+                           " positions, not a page multiple before the prompt's end");
+  }
+  DI_RETURN_IF_ERROR(CheckChunks(chunks, from, n, layout.page_tokens, ranks));
   *out = ForwardOutput{};
   if (state->prompt_length == 0) state->prompt_length = n;
   ScopedPhase phase("context_parallel.prefill");

@@ -67,14 +67,18 @@ struct ContextChunk {
 // first chunks are empty (begin == end; nothing to compute or send).
 std::vector<ContextChunk> PlanContextChunks(int64_t prompt_len, int64_t page_tokens, int ranks,
                                             int per_rank = 1);
+// The same over positions [from, prompt_len), `from` a page multiple (a prefix every rank holds).
+std::vector<ContextChunk> PlanContextChunks(int64_t from, int64_t prompt_len, int64_t page_tokens,
+                                            int ranks, int per_rank);
 
 // Rank ex.rank()'s part of the prefill of `prompt` over `chunks` (PlanContextChunks of its
-// length and state's page length over the ranks of `ex`). `state` is fresh, with its
-// prompt_length set (or 0: the whole prompt). On the rank of the last chunk (the last rank),
-// `out` receives what Model::Forward gives for it (logits of its last logits_rows rows; taps of
-// its rows when options.want_taps). On the others, `out` is left empty. Every rank must call it
-// with the same prompt and chunks; an error on one rank leaves the others waiting (an MPI job
-// ends).
+// length and state's page length over the ranks of `ex`, shifted by the prefix). `state` is
+// fresh, with its prompt_length set (or 0: the whole prompt), or holds an adopted prefix of
+// whole pages (Model::AdoptPrefix, the same on every rank), where the first chunk begins. On the
+// rank of the last chunk (the last rank), `out` receives what Model::Forward gives for it (logits
+// of its last logits_rows rows; taps of its rows when options.want_taps). On the others, `out` is
+// left empty. Every rank must call it with the same prompt and chunks; an error on one rank leaves
+// the others waiting (an MPI job ends).
 Status PrefillContextParallel(const Model& model, SequenceState* state,
                               std::span<const int32_t> prompt, std::span<const ContextChunk> chunks,
                               ContextExchange& ex, const ForwardOptions& options,

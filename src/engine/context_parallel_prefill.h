@@ -1,0 +1,63 @@
+// A prompt's prefill over the ranks of a context-parallel group, landing in the engine of the
+// rank that decodes it (docs/scaleout.md, "Context parallelism").
+//
+// Contract. Every rank of the group calls ContextParallelPrefill with the same prompt, the same
+// decoding rank and the same options, prompts in the same order. The group computes the prompt's
+// first len - 1 positions as rows of the whole prompt (as a prefill leg does: page_handoff.h)
+// with model::PrefillContextParallel, the decoding rank's chunk last. On the decoding rank the
+// complete pages then enter its engine's prefix cache under their block keys and the sequence's
+// state becomes a held SequenceTail (Engine::ImportPages), so that the request with this prompt,
+// added next on that rank, computes only its last position and samples its first token itself:
+// its outputs are a one-process run's by the hand-off's contract. On the other ranks nothing
+// changes in the engine. A request that asks for prompt logprobs cannot continue a tail (it reads
+// the logits of every prompt position): the caller leaves those out.
+//
+// A cached prefix. The decoding rank first looks the prompt up in its own prefix cache; the
+// complete pages it holds travel to every other rank (one message each), which adopt them
+// (Model::AdoptPrefix), and the chunks cover the rest. When the cache holds all len - 1
+// positions' complete pages and nothing is left but the partial page, no rank computes anything.
+//
+// Preconditions (CheckContextParallel, the same verdict on every rank): the prefix cache on,
+// speculative decoding off (the DSpark rings would cover the last chunk only, and the tail must
+// carry them) and decoder-side replay off (its page tails are incomplete).
+//
+// Threads: the engine's owner thread, between steps (ImportPages). An error on one rank leaves
+// the others waiting on it: under MPI the caller ends the job.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/status.h"
+#include "engine/deepseek_runner.h"
+#include "engine/engine.h"
+#include "model/deepseek_v41/context_parallel.h"
+
+namespace deepinfer::engine {
+
+struct ContextParallelOptions {
+  int chunks_per_rank = 4;  // dealt round-robin (model::PlanContextChunks)
+};
+
+struct ContextParallelReport {
+  int64_t prefix_tokens = 0;    // adopted from the decoding rank's prefix cache
+  int64_t computed_tokens = 0;  // positions the group computed
+  int64_t bytes_sent = 0;       // by this rank, prefix pages included
+  double seconds = 0;           // wall time on this rank
+  ImportResult import;          // the decoding rank's
+};
+
+// Whether `runner` and `engine` can take part (see the contract).
+Status CheckContextParallel(const DeepSeekRunner& runner, const Engine& engine);
+// Whether `prompt` can be prefilled over the ranks: at least 2 tokens, every id in the
+// vocabulary, no longer than the context (the checks Engine::Add makes of a prompt; a prompt
+// that fails them is left to its request, which Add refuses).
+Status CheckContextParallelPrompt(const DeepSeekRunner& runner, std::span<const int32_t> prompt);
+
+// `ex` names ranks as the group sees them; `decoder` is the one that decodes.
+StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& runner, Engine& engine,
+                                                       std::span<const int32_t> prompt, int decoder,
+                                                       model::ContextExchange& ex,
+                                                       const ContextParallelOptions& options);
+
+}  // namespace deepinfer::engine

@@ -115,13 +115,36 @@ void EngineLoop::AddLocal(Item* item) {
   if (item->on_verdict) item->on_verdict(id.status());
 }
 
+void EngineLoop::Refuse(Item* item) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --pending_;
+  }
+  if (item->on_verdict) item->on_verdict(Internal("the server is shutting down"));
+}
+
 void EngineLoop::AddInbox(std::deque<Item>* items) {
   for (Item& item : *items) {
     const int rank = options_.hub && item.remote ? options_.hub->Place(item.request) : 0;
+    const bool split = options_.hub && options_.hub->Splits(item.request);
+    if (split && rank == 0) {
+      // Added after the exchange that runs the prefill over the ranks.
+      auto held = std::make_shared<Item>(std::move(item));
+      std::vector<int32_t> prompt = held->request.prompt;
+      options_.hub->SplitPrompt(std::move(prompt), 0, [this, held] {
+        if (stopped_) {
+          Refuse(held.get());
+        } else {
+          AddLocal(held.get());
+        }
+      });
+      continue;
+    }
     if (rank == 0) {
       AddLocal(&item);
       continue;
     }
+    if (split) options_.hub->SplitPrompt(item.request.prompt, rank, nullptr);
     // Refused there: the pending count drops here, as for a local refusal.
     auto on_verdict = [this, user = std::move(item.on_verdict)](const Status& verdict) {
       if (!verdict.ok()) {
@@ -176,13 +199,8 @@ void EngineLoop::Run() {
     tasks.clear();
     if (stop_seen) {
       // Refuse what has not started and cancel the rest; step until every request is retired.
-      for (Item& item : items) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          --pending_;
-        }
-        if (item.on_verdict) item.on_verdict(Internal("the server is shutting down"));
-      }
+      stopped_ = true;
+      for (Item& item : items) Refuse(&item);
       items.clear();
       CancelEverything();
       while (!engine_->idle() || hub_busy_) {

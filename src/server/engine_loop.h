@@ -93,6 +93,8 @@ class EngineLoop {
   void AfterStep();
   void AddInbox(std::deque<Item>* items);
   void AddLocal(Item* item);
+  // A request never added: the server stops.
+  void Refuse(Item* item);
   void CancelEverything();
 
   engine::Engine* engine_;
@@ -110,6 +112,7 @@ class EngineLoop {
   int64_t pending_ = 0;  // guarded by mu_
   EngineSnapshot snapshot_;
   bool hub_busy_ = false;  // loop thread: hub->busy() after the last exchange
+  bool stopped_ = false;   // loop thread: the stop was seen
   std::thread thread_;
 };
 

@@ -211,8 +211,22 @@ void RankHub::FailRank(int rank, const Status& why) {
   }
 }
 
+bool RankHub::Splits(const engine::Request& request) const {
+  return options_.splits && options_.splits(request);
+}
+
+void RankHub::SplitPrompt(std::vector<int32_t> prompt, int rank, std::function<void()> then) {
+  context_.push_back({.prompt = std::move(prompt), .decoder = rank});
+  if (then) after_context_.push_back(std::move(then));
+}
+
 Status RankHub::Exchange() {
   const auto n = static_cast<size_t>(options_.n_ranks);
+  std::vector<ContextJob> context;
+  context.swap(context_);
+  std::vector<std::function<void()>> after_context;
+  after_context.swap(after_context_);
+  for (size_t r = 1; r < n; ++r) outbox_[r].context = context;
   for (auto& [id, p] : proxies_) {
     if (!p.cancel_sent && p.samples.front().cancelled->load()) {
       outbox_[static_cast<size_t>(p.rank)].cancels.push_back(id);
@@ -225,6 +239,8 @@ Status RankHub::Exchange() {
     outbox_[r] = ToRank();
   }
   const std::vector<std::string> in = options_.exchange(out);
+  for (const ContextJob& job : context) options_.prefill(job.prompt, job.decoder);
+  for (const auto& then : after_context) then();
   if (options_.describe) snapshots_[0] = options_.describe();
   Status first = Status::Ok();
   for (size_t r = 1; r < n && r < in.size(); ++r) {

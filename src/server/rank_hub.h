@@ -61,6 +61,10 @@ struct RankHubOptions {
   bool prompt_sensitive = false;
   int64_t cache_blocks = 0;
   dist::PolicyOptions placement;  // the cache-aware thresholds
+  // Context parallelism (engine/context_parallel_prefill.h; both null: off): whether a request's
+  // prompt is prefilled over every rank, and rank 0's part of such a prefill.
+  std::function<bool(const engine::Request&)> splits;
+  std::function<void(std::span<const int32_t> prompt, int decoder)> prefill;
 };
 
 class RankHub {
@@ -86,6 +90,13 @@ class RankHub {
   // counts its work down); UntrackLocal (by the request's cancel flag) when Add refused it.
   void TrackLocal(engine::Request* request);
   void UntrackLocal(const std::atomic<bool>& cancelled);
+  // Context parallelism: whether `request`'s prompt is prefilled over the ranks; if so,
+  // SplitPrompt before it is shipped to (or added on) `rank`: the job reaches every rank at the
+  // next Exchange, which also runs rank 0's part right after the collective, as every other
+  // rank runs its own, and then `then` (rank 0's own request is added there, so that it finds
+  // the sequence; a request shipped in the same exchange is added after the job by its rank).
+  bool Splits(const engine::Request& request) const;
+  void SplitPrompt(std::vector<int32_t> prompt, int rank, std::function<void()> then);
   // Ships `request` to `rank` (> 0) at the next Exchange. on_verdict runs on the loop thread
   // with the rank's Engine::Add verdict, before any output of the request.
   void Ship(int rank, engine::Request request, RemoteForm form,
@@ -99,7 +110,7 @@ class RankHub {
   // exchange's Stop ends them). Collective; the last call.
   void Stop();
 
-  bool busy() const { return !proxies_.empty() || !imports_.empty(); }
+  bool busy() const { return !proxies_.empty() || !imports_.empty() || !context_.empty(); }
   // Cancels every shipped request (server stop / drain) and fails the hand-offs not yet imported.
   void CancelAll();
 
@@ -159,6 +170,8 @@ class RankHub {
   std::map<uint64_t, Proxy> proxies_;
   std::map<const void*, std::shared_ptr<Work>> local_;  // keyed by the request's cancel flag
   std::map<uint64_t, PendingImport> imports_;
+  std::vector<ContextJob> context_;  // for the next Exchange
+  std::vector<std::function<void()>> after_context_;
   uint64_t next_id_ = 1;
 };
 

@@ -194,7 +194,10 @@ std::string EncodeToRank(const ToRank& m) {
   for (const RemotePages& p : m.pages) {
     pages.push_back({p.id, json::binary(std::vector<uint8_t>(p.wire.begin(), p.wire.end()))});
   }
-  return Pack({{"requests", std::move(requests)},
+  json context = json::array();
+  for (const ContextJob& c : m.context) context.push_back({c.prompt, c.decoder});
+  return Pack({{"context", std::move(context)},
+               {"requests", std::move(requests)},
                {"cancels", m.cancels},
                {"pages", std::move(pages)},
                {"stop", m.stop}});
@@ -246,6 +249,10 @@ StatusOr<ToRank> DecodeToRank(std::string_view bytes) {
       m.pages.push_back({.id = p.at(0).get<uint64_t>(), .wire = {bytes.begin(), bytes.end()}});
     }
     m.stop = j.at("stop").get<bool>();
+    for (const json& c : j.at("context")) {
+      m.context.push_back(
+          {.prompt = c.at(0).get<std::vector<int32_t>>(), .decoder = c.at(1).get<int>()});
+    }
     return m;
   });
 }

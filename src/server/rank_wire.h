@@ -67,7 +67,17 @@ struct RemotePages {
   std::string wire;
 };
 
+// A prompt whose prefill every rank of the instance runs together (context parallelism,
+// engine/context_parallel_prefill.h) for the request rank `decoder` runs.
+struct ContextJob {
+  std::vector<int32_t> prompt;
+  int decoder = 0;
+};
+
 struct ToRank {
+  // The same list to every rank, run in order right after the exchange, before the requests
+  // (one of which, on the decoding rank, continues the sequence).
+  std::vector<ContextJob> context;
   std::vector<RemoteRequest> requests;
   std::vector<uint64_t> cancels;
   std::vector<RemotePages> pages;

@@ -77,6 +77,12 @@ StatusOr<bool> RankWorker::Exchange() {
   outbox_ = FromRank();
   DI_ASSIGN_OR_RETURN(ToRank m, DecodeToRank(in.at(0)));
   if (m.stop) return false;
+  // Context-parallel prefills first, in rank 0's order: a request of the same exchange then
+  // continues its sequence.
+  for (const ContextJob& job : m.context) {
+    if (!options_.prefill) return Internal("a context-parallel prefill on a rank without it");
+    options_.prefill(job.prompt, job.decoder);
+  }
   // Pages first: a request of the same exchange for their prompt then finds them.
   for (const RemotePages& p : m.pages) Import(p);
   for (RemoteRequest& r : m.requests) Add(std::move(r));

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct RankWorkerOptions {
   std::function<std::vector<std::string>(const std::vector<std::string>&)> exchange;
   std::function<RankSnapshot()> describe;
   std::string fingerprint;  // tools/instance_fingerprint.h: what an imported bundle must carry
+  // This rank's part of a context-parallel prefill (engine/context_parallel_prefill.h); null:
+  // the instance does not split prompts.
+  std::function<void(std::span<const int32_t> prompt, int decoder)> prefill;
 };
 
 class RankWorker {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,22 @@ server::RankSnapshot DescribeRank(const LoadedEngine& e) {
 // A rank other than 0 of a server over MPI ranks: no HTTP; its engine runs the requests rank 0
 // places here (server/rank_worker.h). Every step ends with the expert exchange (expert parallel)
 // and the exchange with rank 0, as rank 0's steps do, until rank 0 stops.
+// Context parallelism over the ranks (tools/context_parallel_setup.h): null when off.
+std::function<bool(const engine::Request&)> ContextSplits(LoadedEngine& e) {
+  if (!e.context) return nullptr;
+  return [&e](const engine::Request& r) {
+    // A prefill leg's rows belong to a longer prompt than its own (page_handoff.h).
+    return r.leg_of_prompt_len == 0 &&
+           e.context->Splits(e, r.prompt, r.params.prompt_logprobs.has_value());
+  };
+}
+std::function<void(std::span<const int32_t>, int)> ContextPrefill(LoadedEngine& e) {
+  if (!e.context) return nullptr;
+  return [&e](std::span<const int32_t> prompt, int decoder) {
+    e.context->Prefill(e, prompt, decoder);
+  };
+}
+
 Status ServeRank(LoadedEngine& e, const std::string& fingerprint) {
   std::signal(SIGTERM, SIG_IGN);  // rank 0 drains, then ends the rounds
   std::signal(SIGINT, SIG_IGN);
@@ -129,7 +146,8 @@ Status ServeRank(LoadedEngine& e, const std::string& fingerprint) {
        .exchange =
            [&world](const std::vector<std::string>& out) { return world.ExchangeWithRoot(out); },
        .describe = [&e] { return DescribeRank(e); },
-       .fingerprint = fingerprint});
+       .fingerprint = fingerprint,
+       .prefill = ContextPrefill(e)});
   for (;;) {
     if (!e.engine->idle()) {
       if (Status s = e.engine->Step(); !s.ok()) {
@@ -142,7 +160,11 @@ Status ServeRank(LoadedEngine& e, const std::string& fingerprint) {
       if (e.experts->stopped()) return Status::Ok();
     }
     DI_ASSIGN_OR_RETURN(const bool go_on, worker.Exchange());
-    if (!go_on) return Status::Ok();
+    if (!go_on) {
+      if (e.context)
+        std::fprintf(stderr, "rank %d: %s\n", world.rank(), e.context->Report().c_str());
+      return Status::Ok();
+    }
   }
 }
 
@@ -172,7 +194,9 @@ Status RunServe(ServeArgs& a) {
         .describe = [&e] { return DescribeRank(e); },
         .page_tokens = e.runner->page_tokens(),
         .prompt_sensitive = e.runner->prompt_sensitive(),
-        .cache_blocks = e.engine->stats().kv.capacity});
+        .cache_blocks = e.engine->stats().kv.capacity,
+        .splits = ContextSplits(e),
+        .prefill = ContextPrefill(e)});
   }
   // However rank 0 leaves (a start-up error, a bind failure, a stop), the other ranks' serving
   // loops end, once: the expert exchange's Stop round, or the hub's stop message.
@@ -239,6 +263,7 @@ Status RunServe(ServeArgs& a) {
   loop.Start();
   Status s = server::Serve(ctx, a.server);  // stops the loop before returning
   loop.Stop();
+  if (e.context) std::fprintf(stderr, "rank 0: %s\n", e.context->Report().c_str());
   if (s.ok()) std::fprintf(stderr, "deepinfer serve: stopped\n");
   return s;
 }

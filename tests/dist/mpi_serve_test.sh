@@ -135,6 +135,31 @@ fi
 for _ in $(seq 1 60); do kill -0 "$dp_job" 2>/dev/null || break; sleep 0.5; done
 wait "$dp_job" || { echo "serve over 2 ranks (DP only): exit status $?"; fail=1; }
 
+# Context parallelism: every prompt's prefill split over both ranks, the sequence handed to the
+# rank that runs the request (the tail continued there: deepinfer_rank_pd_tails_continued_total).
+"${MPIRUN[@]}" -n 2 "$BIN" "${SERVE[@]}" --expert-parallel off --context-parallel on \
+  >"$work/cp.log" 2>"$work/cp.log.err" &
+cp_job=$!
+pids+=("$cp_job")
+url="$(wait_url "$work/cp.log")"
+ask "$url" "$work/cp.json"
+continued="$(curl -fsS "$url/metrics" |
+  awk '$1 ~ /^deepinfer_rank_pd_tails_continued_total/ {s += $2} END {print s + 0}')"
+cp_rank0="$(rank0_of "$url")"
+kill -TERM "${cp_rank0:-$cp_job}" 2>/dev/null || true
+if cmp -s "$work/one.json" "$work/cp.json"; then
+  echo "serve over 2 ranks, context parallel: identical answers; $continued requests continued a split prefill"
+else
+  echo "serve over 2 ranks, context parallel: DIFFERENT"; cat "$work/one.json" "$work/cp.json"; fail=1
+fi
+# 11 requests, every prompt of 2+ tokens: each continued the sequence its prefill left.
+if [ "${continued%.*}" -lt 11 ]; then
+  echo "serve over 2 ranks, context parallel: only $continued requests continued a split prefill"
+  fail=1
+fi
+for _ in $(seq 1 60); do kill -0 "$cp_job" 2>/dev/null || break; sleep 0.5; done
+wait "$cp_job" || { echo "serve over 2 ranks, context parallel: exit status $?"; fail=1; }
+
 "${MPIRUN[@]}" -n 2 "$BIN" "${SERVE[@]}" >"$work/two.log" 2>"$work/two.log.err" &
 job=$!
 pids+=("$job")

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,8 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   to.cancels = {4, 5};
   const std::string wire("DIKV\0\xff bytes", 12);
   to.pages.push_back({.id = 9, .wire = wire});
+  to.context.push_back({.prompt = {5, 6, 7}, .decoder = 2});
+  to.context.push_back({.prompt = {8}, .decoder = 0});
   StatusOr<ToRank> back = DecodeToRank(EncodeToRank(to));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->requests.size(), 1u);
@@ -97,6 +100,11 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   EXPECT_TRUE(b.form.thinking);
   EXPECT_TRUE(b.form.export_pages);
   EXPECT_EQ(back->cancels, to.cancels);
+  ASSERT_EQ(back->context.size(), 2u);
+  EXPECT_EQ(back->context[0].prompt, to.context[0].prompt);
+  EXPECT_EQ(back->context[0].decoder, 2);
+  EXPECT_EQ(back->context[1].prompt, to.context[1].prompt);
+  EXPECT_EQ(back->context[1].decoder, 0);
   ASSERT_EQ(back->pages.size(), 1u);
   EXPECT_EQ(back->pages[0].id, 9u);
   EXPECT_EQ(back->pages[0].wire, wire);
@@ -217,6 +225,58 @@ engine::Request RequestOf(size_t prompt, int64_t max_tokens, int n = 1) {
   r.params.max_tokens = max_tokens;
   r.params.n = n;
   return r;
+}
+
+// Context parallelism: a split prompt's job reaches every rank at the next exchange, in order,
+// beside the request shipped with it; rank 0 runs its own part right after the collective and
+// only then what waited on it (its own request's Add); the hub stays busy until then.
+TEST(RankHub, SplitPromptsReachEveryRankAndRunOnRankZeroBeforeWhatWaits) {
+  std::vector<std::string> events;
+  std::vector<ToRank> received;
+  RankHub hub{
+      RankHubOptions{.n_ranks = 3,
+                     .max_context = 100,
+                     .exchange =
+                         [&](const std::vector<std::string>& out) {
+                           events.push_back("exchange");
+                           received.assign(3, ToRank());
+                           for (size_t r = 1; r < out.size(); ++r)
+                             received[r] = DecodeToRank(out[r]).value();
+                           return std::vector<std::string>(3, EncodeFromRank(FromRank()));
+                         },
+                     .describe = {},
+                     .page_tokens = 0,
+                     .prompt_sensitive = false,
+                     .cache_blocks = 0,
+                     .placement = {},
+                     .splits = [](const engine::Request& r) { return r.prompt.size() >= 4; },
+                     .prefill =
+                         [&](std::span<const int32_t> prompt, int decoder) {
+                           events.push_back("prefill " + std::to_string(prompt.size()) + " for " +
+                                            std::to_string(decoder));
+                         }}};
+  EXPECT_FALSE(hub.Splits(RequestOf(3, 1)));
+  engine::Request remote = RequestOf(5, 1);
+  ASSERT_TRUE(hub.Splits(remote));
+  hub.SplitPrompt(remote.prompt, 2, nullptr);
+  hub.Ship(2, remote, {}, {});
+  hub.SplitPrompt(std::vector<int32_t>(4, 1), 0, [&] { events.push_back("add on rank 0"); });
+  EXPECT_TRUE(hub.busy());
+  ASSERT_TRUE(hub.Exchange().ok());
+  EXPECT_EQ(events, (std::vector<std::string>{"exchange", "prefill 5 for 2", "prefill 4 for 0",
+                                              "add on rank 0"}));
+  for (int r = 1; r < 3; ++r) {
+    ASSERT_EQ(received[r].context.size(), 2u) << r;
+    EXPECT_EQ(received[r].context[0].decoder, 2);
+    EXPECT_EQ(received[r].context[0].prompt.size(), 5u);
+    EXPECT_EQ(received[r].context[1].decoder, 0);
+  }
+  EXPECT_EQ(received[2].requests.size(), 1u);
+  EXPECT_TRUE(received[1].requests.empty());
+  // Sent once.
+  ASSERT_TRUE(hub.Exchange().ok());
+  EXPECT_TRUE(received[1].context.empty());
+  EXPECT_EQ(events.size(), 5u);
 }
 
 TEST(RankHub, PlacesByTokensOfWorkAndCountsThemDown) {

@@ -25,6 +25,9 @@
 // Engram history from its own last chunk. It decodes the sequence (or hands it over, as
 // prefill/decode disaggregation does). The other ranks' states are partial and are dropped.
 //
+// The engine's side (a cached prefix first, the sequence handed to the decoding rank's engine):
+// engine/context_parallel_prefill.h.
+//
 // Not here: expert parallelism inside the prefill (the ranks are at different layers, so a
 // per-layer all-to-all would not line up: every rank of a CP group holds every expert), prompt
 // logprobs of the non-last chunks, DSpark taps of the earlier chunks (the last rank's stage

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/byte_io.h"
+#include "engine/sampling/sampler.h"
 #include "model/deepseek_v41/kv_pages.h"
 #include "model/deepseek_v41/sequence_snapshot.h"
 
@@ -74,10 +76,55 @@ Status AdoptPrefixPages(const model::Model& model, const std::string& bytes,
   return model.AdoptPrefix(state, head.first(static_cast<size_t>(tokens)));
 }
 
-// The decoding rank's hand-off to its own engine: the complete pages of `head` and the state.
+// Prompt logprobs of a run of rows: [first entry, its results].
+using ScoredRows = std::vector<std::pair<int64_t, std::vector<SampleResult>>>;
+
+std::string EncodeScored(const ScoredRows& rows) {
+  std::string out;
+  PutValue(&out, static_cast<uint64_t>(rows.size()));
+  for (const auto& [first, results] : rows) {
+    PutValue(&out, first);
+    PutValue(&out, static_cast<uint64_t>(results.size()));
+    for (const SampleResult& r : results) {
+      PutValue(&out, r.token);
+      PutValue(&out, r.logprob);
+      PutArray(&out, r.top);
+    }
+  }
+  return out;
+}
+
+// Writes the rows of `bytes` into `all` (entries [0, all->size())), counting them in `filled`.
+Status DecodeScored(std::string_view bytes, std::vector<SampleResult>* all, int64_t* filled) {
+  ByteReader in(bytes);
+  uint64_t runs = 0;
+  const auto malformed = [] {
+    return DataLoss("context parallel: malformed prompt logprobs from a rank");
+  };
+  if (!in.Get(&runs)) return malformed();
+  for (uint64_t i = 0; i < runs; ++i) {
+    int64_t first = 0;
+    uint64_t n = 0;
+    if (!in.Get(&first) || !in.Get(&n) || first < 0 ||
+        n > all->size() - std::min<size_t>(all->size(), static_cast<size_t>(first))) {
+      return malformed();
+    }
+    for (uint64_t j = 0; j < n; ++j) {
+      SampleResult& r = (*all)[static_cast<size_t>(first) + j];
+      if (!in.Get(&r.token) || !in.Get(&r.logprob) || !in.GetArray(&r.top)) return malformed();
+    }
+    *filled += static_cast<int64_t>(n);
+  }
+  return in.left() == 0 ? Status::Ok() : malformed();
+}
+
+// The decoding rank's hand-off to its own engine: the complete pages of `head` and the state
+// (with the prompt logprobs when they were asked for).
 StatusOr<ImportResult> ImportSequence(const DeepSeekRunner& runner, Engine& engine,
                                       const model::SequenceState& state,
-                                      std::span<const int32_t> head, int64_t prompt_len) {
+                                      std::span<const int32_t> head, int64_t prompt_len,
+                                      std::optional<int32_t> prompt_logprobs_k,
+                                      std::vector<SampleResult> prompt_logprobs) {
   static const std::string kLocal = "context-parallel";
   PageBundle bundle;
   bundle.fingerprint = kLocal;
@@ -104,6 +151,8 @@ StatusOr<ImportResult> ImportSequence(const DeepSeekRunner& runner, Engine& engi
   if (head.size() % static_cast<size_t>(bundle.page_tokens) != 0)
     tail->partial_page = page(keys.size());
   tail->checksum = TailChecksum(*tail);
+  tail->prompt_logprobs_k = prompt_logprobs_k;
+  tail->prompt_logprobs = std::move(prompt_logprobs);
   bundle.tail = std::move(tail);
   return engine.ImportPages(bundle, kLocal);
 }
@@ -147,8 +196,9 @@ Status CheckContextParallelPrompt(const DeepSeekRunner& runner, std::span<const 
 }
 
 StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& runner, Engine& engine,
-                                                       std::span<const int32_t> prompt, int decoder,
-                                                       model::ContextExchange& ex,
+                                                       std::span<const int32_t> prompt,
+                                                       std::optional<int32_t> prompt_logprobs,
+                                                       int decoder, model::ContextExchange& ex,
                                                        const ContextParallelOptions& options) {
   DI_RETURN_IF_ERROR(CheckContextParallel(runner, engine));
   DI_RETURN_IF_ERROR(CheckContextParallelPrompt(runner, prompt));
@@ -165,6 +215,7 @@ StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& run
   const bool decodes = group.rank() == group.size() - 1;
   const int n_chunks = group.size() * options.chunks_per_rank;
   const int prefix_tag = n_chunks * model.config().n_layers;
+  const int scored_tag = prefix_tag + 1;
 
   model::SequenceState state = model.NewSequence();
   DI_ASSIGN_OR_RETURN(
@@ -178,10 +229,12 @@ StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& run
   state.kv_store = state.own_store.get();
   state.prompt_length = len;
 
-  // The decoding rank's cached prefix, to every rank.
+  // The decoding rank's cached prefix, to every rank (none when the prompt is to be scored).
   std::string prefix;
   if (decodes) {
-    DI_ASSIGN_OR_RETURN(prefix, CachedPrefix(engine, head));
+    if (!prompt_logprobs) {
+      DI_ASSIGN_OR_RETURN(prefix, CachedPrefix(engine, head));
+    }
     for (int r = 0; r + 1 < group.size(); ++r) {
       DI_RETURN_IF_ERROR(group.Send(r, prefix_tag, prefix));
     }
@@ -200,10 +253,43 @@ StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& run
     fo.index_key_mode = runner.options().index_key_mode;
     model::ForwardOutput out;
     report.computed_tokens = static_cast<int64_t>(head.size()) - state.length;
+    // Prompt logprobs: this rank scores its chunks' rows (row r: prompt token r + 1).
+    ScoredRows scored;
+    model::ChunkLogitsFn score;
+    if (prompt_logprobs) {
+      score = [&](const model::ContextChunk& c, const std::vector<float>& logits) {
+        const int64_t rows = c.end - c.begin, vocab = runner.vocab_size();
+        std::vector<SampleResult> results(static_cast<size_t>(rows));
+        DI_RETURN_IF_ERROR(ComputePromptLogprobs(
+            logits.data(), rows, vocab, vocab,
+            prompt.subspan(static_cast<size_t>(c.begin + 1), static_cast<size_t>(rows)),
+            *prompt_logprobs, results, &model.pool()));
+        scored.emplace_back(c.begin, std::move(results));
+        return Status::Ok();
+      };
+    }
     DI_RETURN_IF_ERROR(
-        model::PrefillContextParallel(model, &state, head, chunks, group, fo, 1, &out));
+        model::PrefillContextParallel(model, &state, head, chunks, group, fo, 1, &out, score));
+    std::vector<SampleResult> all;
+    if (prompt_logprobs && !decodes) {
+      DI_RETURN_IF_ERROR(group.Send(group.size() - 1, scored_tag, EncodeScored(scored)));
+      DI_RETURN_IF_ERROR(group.Flush());
+    } else if (prompt_logprobs) {
+      all.resize(head.size());
+      int64_t filled = 0;
+      DI_RETURN_IF_ERROR(DecodeScored(EncodeScored(scored), &all, &filled));
+      for (int r = 0; r + 1 < group.size(); ++r) {
+        DI_ASSIGN_OR_RETURN(std::string bytes, group.Receive(r, scored_tag));
+        DI_RETURN_IF_ERROR(DecodeScored(bytes, &all, &filled));
+      }
+      if (filled != static_cast<int64_t>(head.size())) {
+        return DataLoss("context parallel: " + std::to_string(filled) + " of " +
+                        std::to_string(head.size()) + " prompt positions scored");
+      }
+    }
     if (decodes) {
-      DI_ASSIGN_OR_RETURN(report.import, ImportSequence(runner, engine, state, head, len));
+      DI_ASSIGN_OR_RETURN(report.import, ImportSequence(runner, engine, state, head, len,
+                                                        prompt_logprobs, std::move(all)));
     }
   } else {
     DI_RETURN_IF_ERROR(group.Flush());

@@ -9,8 +9,13 @@
 // state becomes a held SequenceTail (Engine::ImportPages), so that the request with this prompt,
 // added next on that rank, computes only its last position and samples its first token itself:
 // its outputs are a one-process run's by the hand-off's contract. On the other ranks nothing
-// changes in the engine. A request that asks for prompt logprobs cannot continue a tail (it reads
-// the logits of every prompt position): the caller leaves those out.
+// changes in the engine.
+//
+// Prompt logprobs (`prompt_logprobs`: the request's top-k): every rank scores the rows of its own
+// chunks (engine::ComputePromptLogprobs over their logits, as the engine scores a prompt) and
+// sends them to the decoding rank, whose tail then carries all len - 1 entries; only a request
+// asking for exactly that k continues it (Engine::TakeTail). Such a prefill adopts no cached
+// prefix (its positions must be scored).
 //
 // A cached prefix. The decoding rank first looks the prompt up in its own prefix cache; the
 // complete pages it holds travel to every other rank (one message each), which adopt them
@@ -26,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "core/status.h"
@@ -56,8 +62,9 @@ Status CheckContextParallelPrompt(const DeepSeekRunner& runner, std::span<const 
 
 // `ex` names ranks as the group sees them; `decoder` is the one that decodes.
 StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& runner, Engine& engine,
-                                                       std::span<const int32_t> prompt, int decoder,
-                                                       model::ContextExchange& ex,
+                                                       std::span<const int32_t> prompt,
+                                                       std::optional<int32_t> prompt_logprobs,
+                                                       int decoder, model::ContextExchange& ex,
                                                        const ContextParallelOptions& options);
 
 }  // namespace deepinfer::engine

@@ -153,10 +153,12 @@ std::shared_ptr<const SequenceTail> Engine::CaptureTail(const Sequence& seq) con
 
 std::shared_ptr<const SequenceTail> Engine::TakeTail(const Request& request) {
   const auto len = static_cast<int64_t>(request.prompt.size());
-  if (tails_.empty() || len < 2 || request.params.prompt_logprobs) return nullptr;
+  if (tails_.empty() || len < 2) return nullptr;
   const std::span<const int32_t> head(request.prompt.data(), static_cast<size_t>(len - 1));
   for (auto it = tails_.begin(); it != tails_.end(); ++it) {
-    if ((*it)->prompt_len == len && std::ranges::equal((*it)->tokens, head)) {
+    // Prompt logprobs read every prompt position: only a tail that carries them will do.
+    if ((*it)->prompt_len == len && std::ranges::equal((*it)->tokens, head) &&
+        (*it)->prompt_logprobs_k == request.params.prompt_logprobs) {
       std::shared_ptr<const SequenceTail> t = *it;
       tails_.erase(it);
       return t;

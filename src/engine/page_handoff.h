@@ -36,12 +36,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/kv_cache_manager.h"
+#include "engine/sampling/sampler.h"
 
 namespace deepinfer::engine {
 
@@ -60,6 +62,11 @@ struct SequenceTail {
   std::string partial_page;  // the page of positions [tokens.size() / P * P, ...); empty when
                              // tokens.size() is a multiple of the page length
   uint64_t checksum = 0;     // TailChecksum
+  // Context parallelism only (engine/context_parallel_prefill.h; not on the wire): the prompt
+  // logprobs of every prompt position, with that many alternatives, computed where the
+  // positions were; a request asking for exactly these continues the tail.
+  std::optional<int32_t> prompt_logprobs_k;
+  std::vector<SampleResult> prompt_logprobs;
 };
 
 struct PageBundle {

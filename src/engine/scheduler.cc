@@ -76,10 +76,13 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
   const int64_t len = static_cast<int64_t>(seq->tokens.size());
   seq->UpdateBlockKeys(p, key_prompt_rows_);
   // Keep at least one token to compute: its logits choose the next token. Prompt logprobs need
-  // the logits of every prompt position, so such a request computes its whole prompt.
-  const int64_t max_hit_blocks = seq->request.params.prompt_logprobs ? 0 : (len - 1) / p;
+  // the logits of every prompt position, so such a request computes its whole prompt, unless a
+  // handed-over tail carries them (context parallelism).
+  const bool scores_prompt = seq->request.params.prompt_logprobs.has_value();
+  const bool tail_scored = seq->tail_in && seq->tail_in->prompt_logprobs_k.has_value();
+  const int64_t max_hit_blocks = scores_prompt && !tail_scored ? 0 : (len - 1) / p;
   const std::span<const BlockKey> keys(seq->block_keys.data(), static_cast<size_t>(max_hit_blocks));
-  const int64_t hit_blocks = kv_->Peek(keys);
+  int64_t hit_blocks = kv_->Peek(keys);
   int64_t h = hit_blocks * p;
   // A handed-over tail continues the hit to all but the last prompt token when every complete
   // page before it is here (the prepare stage restores it: StartRunnerSequence).
@@ -90,6 +93,7 @@ bool Scheduler::Admit(Sequence* seq, int64_t budget, ScheduledBatch* batch) {
       h = tail;
     } else {
       seq->tail_in.reset();
+      if (scores_prompt) hit_blocks = h = 0;
     }
   }
   const int64_t n = std::min({len - h, options_.prefill_chunk, budget});

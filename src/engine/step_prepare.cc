@@ -30,6 +30,10 @@ Status StartRunnerSequence(ModelRunner& runner, Sequence* seq) {
       std::memcpy(dst.data(), tail->partial_page.data(), dst.size());
     }
     DI_RETURN_IF_ERROR(runner.RestoreSequence(rs.get(), seq->pages, tail->state));
+    if (tail->prompt_logprobs_k) {
+      seq->prompt_logprobs = tail->prompt_logprobs;
+      seq->prompt_logprobs_done = hit;
+    }
   } else if (hit > 0) {
     const int64_t blocks = hit / runner.page_tokens();
     DI_RETURN_IF_ERROR(runner.AdoptPrefix(

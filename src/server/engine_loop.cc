@@ -130,8 +130,10 @@ void EngineLoop::AddInbox(std::deque<Item>* items) {
     if (split && rank == 0) {
       // Added after the exchange that runs the prefill over the ranks.
       auto held = std::make_shared<Item>(std::move(item));
-      std::vector<int32_t> prompt = held->request.prompt;
-      options_.hub->SplitPrompt(std::move(prompt), 0, [this, held] {
+      ContextJob job{.prompt = held->request.prompt,
+                     .decoder = 0,
+                     .prompt_logprobs = held->request.params.prompt_logprobs};
+      options_.hub->SplitPrompt(std::move(job), [this, held] {
         if (stopped_) {
           Refuse(held.get());
         } else {
@@ -144,7 +146,12 @@ void EngineLoop::AddInbox(std::deque<Item>* items) {
       AddLocal(&item);
       continue;
     }
-    if (split) options_.hub->SplitPrompt(item.request.prompt, rank, nullptr);
+    if (split) {
+      options_.hub->SplitPrompt({.prompt = item.request.prompt,
+                                 .decoder = rank,
+                                 .prompt_logprobs = item.request.params.prompt_logprobs},
+                                nullptr);
+    }
     // Refused there: the pending count drops here, as for a local refusal.
     auto on_verdict = [this, user = std::move(item.on_verdict)](const Status& verdict) {
       if (!verdict.ok()) {

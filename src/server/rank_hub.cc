@@ -215,8 +215,8 @@ bool RankHub::Splits(const engine::Request& request) const {
   return options_.splits && options_.splits(request);
 }
 
-void RankHub::SplitPrompt(std::vector<int32_t> prompt, int rank, std::function<void()> then) {
-  context_.push_back({.prompt = std::move(prompt), .decoder = rank});
+void RankHub::SplitPrompt(ContextJob job, std::function<void()> then) {
+  context_.push_back(std::move(job));
   if (then) after_context_.push_back(std::move(then));
 }
 
@@ -239,7 +239,7 @@ Status RankHub::Exchange() {
     outbox_[r] = ToRank();
   }
   const std::vector<std::string> in = options_.exchange(out);
-  for (const ContextJob& job : context) options_.prefill(job.prompt, job.decoder);
+  for (const ContextJob& job : context) options_.prefill(job);
   for (const auto& then : after_context) then();
   if (options_.describe) snapshots_[0] = options_.describe();
   Status first = Status::Ok();

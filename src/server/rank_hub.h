@@ -64,7 +64,7 @@ struct RankHubOptions {
   // Context parallelism (engine/context_parallel_prefill.h; both null: off): whether a request's
   // prompt is prefilled over every rank, and rank 0's part of such a prefill.
   std::function<bool(const engine::Request&)> splits;
-  std::function<void(std::span<const int32_t> prompt, int decoder)> prefill;
+  std::function<void(const ContextJob& job)> prefill;
 };
 
 class RankHub {
@@ -96,7 +96,7 @@ class RankHub {
   // rank runs its own, and then `then` (rank 0's own request is added there, so that it finds
   // the sequence; a request shipped in the same exchange is added after the job by its rank).
   bool Splits(const engine::Request& request) const;
-  void SplitPrompt(std::vector<int32_t> prompt, int rank, std::function<void()> then);
+  void SplitPrompt(ContextJob job, std::function<void()> then);
   // Ships `request` to `rank` (> 0) at the next Exchange. on_verdict runs on the loop thread
   // with the rank's Engine::Add verdict, before any output of the request.
   void Ship(int rank, engine::Request request, RemoteForm form,

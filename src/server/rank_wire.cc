@@ -195,7 +195,9 @@ std::string EncodeToRank(const ToRank& m) {
     pages.push_back({p.id, json::binary(std::vector<uint8_t>(p.wire.begin(), p.wire.end()))});
   }
   json context = json::array();
-  for (const ContextJob& c : m.context) context.push_back({c.prompt, c.decoder});
+  for (const ContextJob& c : m.context) {
+    context.push_back({c.prompt, c.decoder, c.prompt_logprobs ? *c.prompt_logprobs : -1});
+  }
   return Pack({{"context", std::move(context)},
                {"requests", std::move(requests)},
                {"cancels", m.cancels},
@@ -250,8 +252,10 @@ StatusOr<ToRank> DecodeToRank(std::string_view bytes) {
     }
     m.stop = j.at("stop").get<bool>();
     for (const json& c : j.at("context")) {
-      m.context.push_back(
-          {.prompt = c.at(0).get<std::vector<int32_t>>(), .decoder = c.at(1).get<int>()});
+      const int k = c.at(2).get<int>();
+      m.context.push_back({.prompt = c.at(0).get<std::vector<int32_t>>(),
+                           .decoder = c.at(1).get<int>(),
+                           .prompt_logprobs = k >= 0 ? std::optional<int32_t>(k) : std::nullopt});
     }
     return m;
   });

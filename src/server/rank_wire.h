@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,10 +69,12 @@ struct RemotePages {
 };
 
 // A prompt whose prefill every rank of the instance runs together (context parallelism,
-// engine/context_parallel_prefill.h) for the request rank `decoder` runs.
+// engine/context_parallel_prefill.h) for the request rank `decoder` runs (its prompt logprobs
+// scored on the way when it asks for them).
 struct ContextJob {
   std::vector<int32_t> prompt;
   int decoder = 0;
+  std::optional<int32_t> prompt_logprobs;
 };
 
 struct ToRank {

@@ -81,7 +81,7 @@ StatusOr<bool> RankWorker::Exchange() {
   // continues its sequence.
   for (const ContextJob& job : m.context) {
     if (!options_.prefill) return Internal("a context-parallel prefill on a rank without it");
-    options_.prefill(job.prompt, job.decoder);
+    options_.prefill(job);
   }
   // Pages first: a request of the same exchange for their prompt then finds them.
   for (const RemotePages& p : m.pages) Import(p);

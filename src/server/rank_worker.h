@@ -38,7 +38,7 @@ struct RankWorkerOptions {
   std::string fingerprint;  // tools/instance_fingerprint.h: what an imported bundle must carry
   // This rank's part of a context-parallel prefill (engine/context_parallel_prefill.h); null:
   // the instance does not split prompts.
-  std::function<void(std::span<const int32_t> prompt, int decoder)> prefill;
+  std::function<void(const ContextJob& job)> prefill;
 };
 
 class RankWorker {

@@ -124,14 +124,13 @@ std::function<bool(const engine::Request&)> ContextSplits(LoadedEngine& e) {
   if (!e.context) return nullptr;
   return [&e](const engine::Request& r) {
     // A prefill leg's rows belong to a longer prompt than its own (page_handoff.h).
-    return r.leg_of_prompt_len == 0 &&
-           e.context->Splits(e, r.prompt, r.params.prompt_logprobs.has_value());
+    return r.leg_of_prompt_len == 0 && e.context->Splits(e, r.prompt);
   };
 }
-std::function<void(std::span<const int32_t>, int)> ContextPrefill(LoadedEngine& e) {
+std::function<void(const server::ContextJob&)> ContextPrefill(LoadedEngine& e) {
   if (!e.context) return nullptr;
-  return [&e](std::span<const int32_t> prompt, int decoder) {
-    e.context->Prefill(e, prompt, decoder);
+  return [&e](const server::ContextJob& job) {
+    e.context->Prefill(e, job.prompt, job.prompt_logprobs, job.decoder);
   };
 }
 

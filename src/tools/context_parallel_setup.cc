@@ -8,15 +8,15 @@
 
 namespace deepinfer::tools {
 
-bool ContextParallelSetup::Splits(const LoadedEngine& e, std::span<const int32_t> prompt,
-                                  bool prompt_logprobs) const {
-  return !prompt_logprobs && (every_prompt || static_cast<int64_t>(prompt.size()) >= min_tokens) &&
+bool ContextParallelSetup::Splits(const LoadedEngine& e, std::span<const int32_t> prompt) const {
+  return (every_prompt || static_cast<int64_t>(prompt.size()) >= min_tokens) &&
          engine::CheckContextParallelPrompt(*e.runner, prompt).ok();
 }
 
-void ContextParallelSetup::Prefill(LoadedEngine& e, std::span<const int32_t> prompt, int decoder) {
-  StatusOr<engine::ContextParallelReport> r =
-      engine::ContextParallelPrefill(*e.runner, *e.engine, prompt, decoder, *exchange, options);
+void ContextParallelSetup::Prefill(LoadedEngine& e, std::span<const int32_t> prompt,
+                                   std::optional<int32_t> prompt_logprobs, int decoder) {
+  StatusOr<engine::ContextParallelReport> r = engine::ContextParallelPrefill(
+      *e.runner, *e.engine, prompt, prompt_logprobs, decoder, *exchange, options);
   if (!r.ok()) {
     std::fprintf(stderr, "rank %d: context parallel prefill of a %zu-token prompt: %s\n",
                  exchange->rank(), prompt.size(), r.status().ToString().c_str());

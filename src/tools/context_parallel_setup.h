@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -34,14 +35,15 @@ struct ContextParallelSetup {
   int64_t prompts = 0, decoded_here = 0, computed_tokens = 0, prefix_tokens = 0, bytes_sent = 0;
   double seconds = 0;
 
-  // Whether a request with this prompt is prefilled over the ranks: long enough (auto), a prompt
-  // its request can hold (engine::CheckContextParallelPrompt), and no prompt logprobs (they read
-  // every prompt position's logits on one rank).
-  bool Splits(const LoadedEngine& e, std::span<const int32_t> prompt, bool prompt_logprobs) const;
+  // Whether a request with this prompt is prefilled over the ranks: long enough (auto) and a
+  // prompt its request can hold (engine::CheckContextParallelPrompt).
+  bool Splits(const LoadedEngine& e, std::span<const int32_t> prompt) const;
   // Every rank calls it for the same prompt in the same order; `decoder` runs the request.
   // A failure on this rank leaves the others waiting on it, so under MPI it ends the job
   // (stderr names the rank), as a dead rank does.
-  void Prefill(LoadedEngine& e, std::span<const int32_t> prompt, int decoder);
+  // `prompt_logprobs`: the request's (they are scored where the positions are computed).
+  void Prefill(LoadedEngine& e, std::span<const int32_t> prompt,
+               std::optional<int32_t> prompt_logprobs, int decoder);
   // "context parallel: ..." figures for the per-rank report.
   std::string Report() const;
 };

@@ -91,10 +91,10 @@ Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {
   if (e.context) {
     for (size_t i = 0; i < lines.size(); ++i) {
       StatusOr<LinePrompt> p = ReadLinePrompt(e, lines[i].text);
-      if (!p.ok() || !e.context->Splits(e, p->ids, p->prompt_logprobs)) {
+      if (!p.ok() || !e.context->Splits(e, p->ids)) {
         continue;  // the same verdict on every rank: a refused line is refused by its rank
       }
-      e.context->Prefill(e, p->ids, rank_of[i]);
+      e.context->Prefill(e, p->ids, p->prompt_logprobs, rank_of[i]);
     }
   }
 

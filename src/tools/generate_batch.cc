@@ -196,7 +196,7 @@ StatusOr<LinePrompt> ReadLinePrompt(const LoadedEngine& e, const std::string& li
   LinePrompt p;
   DI_ASSIGN_OR_RETURN(engine::SamplingParams params,
                       api::SamplingParamsFromJson(nlohmann::json::parse(line)));
-  p.prompt_logprobs = params.prompt_logprobs.has_value();
+  p.prompt_logprobs = params.prompt_logprobs;
   DI_ASSIGN_OR_RETURN(p.ids, PromptIds(e, j));
   return p;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ std::vector<BatchLine> ReadBatchLines(std::istream& in);
 // for a line whose prompt or sampling fields the request would refuse).
 struct LinePrompt {
   std::vector<int32_t> ids;
-  bool prompt_logprobs = false;
+  std::optional<int32_t> prompt_logprobs;
 };
 StatusOr<LinePrompt> ReadLinePrompt(const LoadedEngine& e, const std::string& line);
 // Runs `lines` on the loaded engine (all submitted, then run until idle); returns one output

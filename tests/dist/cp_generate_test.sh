@@ -3,9 +3,9 @@
 # (docs/scaleout.md "Context parallelism"): every long prompt's prefill split over the ranks,
 # the sequence handed to the rank that runs the line; the output is the single process's bytes
 # (only cached_tokens differs), in both index-key modes and two page lengths, for prompts of 2
-# to 3,000 tokens: greedy, seeded sampling, n = 2, logprobs, a prompt-logprobs line (prefilled on
-# its own rank), a refused line, and prompts sharing a long prefix (a cached prefix plus a CP
-# suffix). The ranks' reports show that the prompts were split, that the decoding ranks'
+# to 3,000 tokens: greedy, seeded sampling, n = 2, logprobs, prompt logprobs (scored on the ranks
+# that compute the positions), a refused line, and prompts sharing a long prefix (a cached prefix
+# plus a CP suffix). The ranks' reports show that the prompts were split, that the decoding ranks'
 # requests continued the handed-over sequences, and that a cached prefix was reused.
 # Flags that cannot work with it are refused on every rank, naming the flag.
 #   usage: cp_generate_test.sh DEEPINFER_BIN FIXTURE_MODEL DEFAULT_MODEL
@@ -59,12 +59,12 @@ for mode in official owner; do
         echo "FAIL: $name: mpirun failed"; tail -5 "$work/cp.err"; fail=1; continue
       fi
       same "$name" "$work/one.txt" "$work/cp.txt"
-      # 6 lines are split (not the prompt-logprobs, 1-token and refused ones): every rank took
-      # part in all 6, and each was continued by its request on the rank that ran it.
+      # 7 lines are split (not the 1-token and refused ones): every rank took part in all 7, and
+      # each was continued by its request on the rank that ran it.
       parts=$(report "$work/cp.err" '[0-9]+ prompts \(')
       continued=$(report "$work/cp.err" '[0-9]+ requests continued')
-      [ "$parts" -eq $((6 * n)) ] || { echo "FAIL: $name: $parts prompt parts, expected $((6 * n))"; cat "$work/cp.err"; fail=1; }
-      [ "$continued" -eq 6 ] || { echo "FAIL: $name: $continued continued, expected 6"; cat "$work/cp.err"; fail=1; }
+      [ "$parts" -eq $((7 * n)) ] || { echo "FAIL: $name: $parts prompt parts, expected $((7 * n))"; cat "$work/cp.err"; fail=1; }
+      [ "$continued" -eq 7 ] || { echo "FAIL: $name: $continued continued, expected 7"; cat "$work/cp.err"; fail=1; }
       if [ "$n" -eq 2 ]; then
         # Lines 0, 1 and 8 share 198 tokens and run on one rank: its cache holds the prefix.
         prefix=$(report "$work/cp.err" '[0-9]+ from a cached prefix')
@@ -81,7 +81,7 @@ timeout 120 "${MPIRUN[@]}" -n 2 "$BIN" generate --model "$MODEL" --batch "$work/
   >"$work/cp.txt" 2>"$work/cp.err" || { echo "FAIL: auto: mpirun failed"; tail -5 "$work/cp.err"; fail=1; }
 same "auto, 2 ranks" "$work/one.txt" "$work/cp.txt"
 parts=$(report "$work/cp.err" '[0-9]+ prompts \(')
-[ "$parts" -eq 4 ] || { echo "FAIL: auto: $parts prompt parts, expected 4 (lines 1 and 8 of 202+ tokens)"; cat "$work/cp.err"; fail=1; }
+[ "$parts" -eq 6 ] || { echo "FAIL: auto: $parts prompt parts, expected 6 (lines 3, 7 and 8 of 202+ tokens)"; cat "$work/cp.err"; fail=1; }
 
 # Flags that cannot work with it are refused at start, on every rank.
 refused() {
@@ -106,7 +106,8 @@ random.seed(5)
 ids = [random.randrange(3, 100000) for _ in range(3000)]
 with open(sys.argv[1], "w") as f:
     f.write(json.dumps({"prompt_ids": ids, "max_tokens": 6, "seed": 1, "temperature": 0.8}) + "\n")
-    f.write(json.dumps({"prompt_ids": ids[:1500], "max_tokens": 6, "temperature": 0, "seed": 2}) + "\n")
+    f.write(json.dumps({"prompt_ids": ids[:1500], "max_tokens": 6, "temperature": 0, "seed": 2,
+                        "prompt_logprobs": 3}) + "\n")
     f.write(json.dumps({"prompt_ids": ids[:1500] + [7, 8, 9], "max_tokens": 6, "seed": 3}) + "\n")
 PY
 "$BIN" generate --model "$BIG" --batch "$work/big.jsonl" >"$work/one.txt" 2>"$work/one.err" \

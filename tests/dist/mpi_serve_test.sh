@@ -56,6 +56,9 @@ out.append(r["choices"][0]["text"])
 r = post("/v1/completions", {"model": "m", "prompt": "Once upon a time", "max_tokens": 16,
                              "temperature": 0, "logprobs": 2})
 out.append([r["choices"][0]["text"], r["choices"][0]["logprobs"]["token_logprobs"]])
+r = post("/v1/completions", {"model": "m", "prompt": "Score this prompt, token by token",
+                             "max_tokens": 4, "temperature": 0, "prompt_logprobs": 2})
+out.append([r["choices"][0]["text"], r["choices"][0]["prompt_logprobs"]])
 r = post("/v1/chat/completions", {"model": "m", "max_tokens": 20, "seed": 3, "temperature": 1.0,
                                   "messages": [{"role": "user", "content": "Hello!"}]})
 out.append(r["choices"][0]["message"]["content"])
@@ -152,8 +155,9 @@ if cmp -s "$work/one.json" "$work/cp.json"; then
 else
   echo "serve over 2 ranks, context parallel: DIFFERENT"; cat "$work/one.json" "$work/cp.json"; fail=1
 fi
-# 11 requests, every prompt of 2+ tokens: each continued the sequence its prefill left.
-if [ "${continued%.*}" -lt 11 ]; then
+# 12 requests (one with prompt logprobs, scored over the ranks), every prompt of 2+ tokens: each
+# continued the sequence its prefill left.
+if [ "${continued%.*}" -lt 12 ]; then
   echo "serve over 2 ranks, context parallel: only $continued requests continued a split prefill"
   fail=1
 fi

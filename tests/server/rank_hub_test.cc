@@ -66,7 +66,7 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   to.cancels = {4, 5};
   const std::string wire("DIKV\0\xff bytes", 12);
   to.pages.push_back({.id = 9, .wire = wire});
-  to.context.push_back({.prompt = {5, 6, 7}, .decoder = 2});
+  to.context.push_back({.prompt = {5, 6, 7}, .decoder = 2, .prompt_logprobs = 0});
   to.context.push_back({.prompt = {8}, .decoder = 0});
   StatusOr<ToRank> back = DecodeToRank(EncodeToRank(to));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -103,6 +103,8 @@ TEST(RankWire, EveryFieldRoundTripsBitForBit) {
   ASSERT_EQ(back->context.size(), 2u);
   EXPECT_EQ(back->context[0].prompt, to.context[0].prompt);
   EXPECT_EQ(back->context[0].decoder, 2);
+  EXPECT_EQ(back->context[0].prompt_logprobs, 0);
+  EXPECT_FALSE(back->context[1].prompt_logprobs.has_value());
   EXPECT_EQ(back->context[1].prompt, to.context[1].prompt);
   EXPECT_EQ(back->context[1].decoder, 0);
   ASSERT_EQ(back->pages.size(), 1u);
@@ -251,16 +253,17 @@ TEST(RankHub, SplitPromptsReachEveryRankAndRunOnRankZeroBeforeWhatWaits) {
                      .placement = {},
                      .splits = [](const engine::Request& r) { return r.prompt.size() >= 4; },
                      .prefill =
-                         [&](std::span<const int32_t> prompt, int decoder) {
-                           events.push_back("prefill " + std::to_string(prompt.size()) + " for " +
-                                            std::to_string(decoder));
+                         [&](const ContextJob& job) {
+                           events.push_back("prefill " + std::to_string(job.prompt.size()) +
+                                            " for " + std::to_string(job.decoder));
                          }}};
   EXPECT_FALSE(hub.Splits(RequestOf(3, 1)));
   engine::Request remote = RequestOf(5, 1);
   ASSERT_TRUE(hub.Splits(remote));
-  hub.SplitPrompt(remote.prompt, 2, nullptr);
+  hub.SplitPrompt({.prompt = remote.prompt, .decoder = 2, .prompt_logprobs = 3}, nullptr);
   hub.Ship(2, remote, {}, {});
-  hub.SplitPrompt(std::vector<int32_t>(4, 1), 0, [&] { events.push_back("add on rank 0"); });
+  hub.SplitPrompt({.prompt = std::vector<int32_t>(4, 1), .decoder = 0},
+                  [&] { events.push_back("add on rank 0"); });
   EXPECT_TRUE(hub.busy());
   ASSERT_TRUE(hub.Exchange().ok());
   EXPECT_EQ(events, (std::vector<std::string>{"exchange", "prefill 5 for 2", "prefill 4 for 0",
@@ -269,7 +272,9 @@ TEST(RankHub, SplitPromptsReachEveryRankAndRunOnRankZeroBeforeWhatWaits) {
     ASSERT_EQ(received[r].context.size(), 2u) << r;
     EXPECT_EQ(received[r].context[0].decoder, 2);
     EXPECT_EQ(received[r].context[0].prompt.size(), 5u);
+    EXPECT_EQ(received[r].context[0].prompt_logprobs, 3);
     EXPECT_EQ(received[r].context[1].decoder, 0);
+    EXPECT_FALSE(received[r].context[1].prompt_logprobs.has_value());
   }
   EXPECT_EQ(received[2].requests.size(), 1u);
   EXPECT_TRUE(received[1].requests.empty());

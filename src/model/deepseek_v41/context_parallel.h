@@ -29,12 +29,12 @@
 // engine/context_parallel_prefill.h.
 //
 // Not here: expert parallelism inside the prefill (the ranks are at different layers, so a
-// per-layer all-to-all would not line up: every rank of a CP group holds every expert), prompt
-// logprobs of the non-last chunks, DSpark taps of the earlier chunks (the last rank's stage
-// rings cover its own chunk only).
+// per-layer all-to-all would not line up: every rank of a CP group holds every expert), DSpark
+// taps of the earlier chunks (the last rank's stage rings cover its own chunk only).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -81,10 +81,14 @@ std::vector<ContextChunk> PlanContextChunks(int64_t from, int64_t prompt_len, in
 // rank of the last chunk (the last rank), `out` receives what Model::Forward gives for it (logits
 // of its last logits_rows rows; taps of its rows when options.want_taps). On the others, `out` is
 // left empty. Every rank must call it with the same prompt and chunks; an error on one rank leaves
-// the others waiting (an MPI job ends).
+// the others waiting (an MPI job ends). With `chunk_logits`, every chunk this rank computes
+// returns the logits of all its rows ([rows][vocab]), handed to it as the chunk ends (prompt
+// logprobs: row r scores prompt token r + 1).
+using ChunkLogitsFn = std::function<Status(const ContextChunk&, const std::vector<float>&)>;
 Status PrefillContextParallel(const Model& model, SequenceState* state,
                               std::span<const int32_t> prompt, std::span<const ContextChunk> chunks,
                               ContextExchange& ex, const ForwardOptions& options,
-                              int64_t logits_rows, ForwardOutput* out);
+                              int64_t logits_rows, ForwardOutput* out,
+                              const ChunkLogitsFn& chunk_logits = nullptr);
 
 }  // namespace deepinfer::model

@@ -7,10 +7,13 @@
 // With a prefill leg's sequence tail (all of a prompt but its last token, the partial page and the
 // per-sequence state) the receiver computes one position and its outputs are still a cold
 // colocated run's, at prompt lengths on and off page boundaries, with DSpark on, with the pages
-// already cached; a corrupt tail changes nothing; a tail for another prompt is not used.
+// already cached; a corrupt tail changes nothing; a tail for another prompt is not used; a tail
+// carrying prompt logprobs (context parallelism) continues only a request asking for its k.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/deepseek_runner.h"
@@ -312,6 +315,71 @@ TEST_P(PageHandoffTest, ASmallPoolDropsTheTail) {
   EXPECT_EQ(r->imported, 3);
   EXPECT_EQ(r->dropped, 2);
   EXPECT_EQ(d.engine->kv().counters().cached, 3);
+  EXPECT_TRUE(d.engine->CheckIntegrity().ok());
+}
+
+// A tail that carries its prompt's logprobs (context parallelism scores them on the ranks that
+// compute the positions: engine/context_parallel_prefill.h) continues a request asking for
+// exactly that many alternatives: one position computed, the colocated run's ids, logprobs and
+// prompt logprobs; a request asking for another k, or a tail without them, computes the whole
+// prompt and leaves the tail held.
+TEST_P(PageHandoffTest, ATailWithPromptLogprobsContinuesOnlyItsOwnK) {
+  const std::vector<int32_t> prompt = RandomPrompts(1, 31, 21, 1, 3)[0];  // 22 tokens
+  const auto run = [&](Engine* engine, std::optional<int32_t> k,
+                       std::vector<SampleResult>* scored) {
+    HandoffRun o;
+    Request r;
+    r.prompt = prompt;
+    r.params.seed = 5;
+    r.params.temperature = 0.8f;
+    r.params.max_tokens = 4;
+    r.params.logprobs = true;
+    r.params.prompt_logprobs = k;
+    r.on_output = [&](const RequestOutput& ro) {
+      o.ids.insert(o.ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
+      o.prefix_hit = ro.prefix_hit_tokens;
+      if (!ro.prompt_logprobs.empty()) *scored = ro.prompt_logprobs;
+    };
+    EXPECT_TRUE(engine->Add(std::move(r)).ok());
+    EXPECT_TRUE(engine->RunUntilIdle().ok());
+    return o;
+  };
+  Harness cold = Make(64);
+  std::vector<SampleResult> want;
+  const HandoffRun colocated = run(cold.engine.get(), 2, &want);
+  ASSERT_EQ(want.size(), prompt.size() - 1);
+
+  PageBundle bundle = PrefillLeg(prompt);
+  auto tail = std::make_shared<SequenceTail>(*bundle.tail);
+  tail->prompt_logprobs_k = 2;
+  tail->prompt_logprobs = want;
+  bundle.tail = tail;
+  Harness d = Make(64);
+  ASSERT_TRUE(d.engine->ImportPages(bundle, kHandoffPrint).ok());
+  std::vector<SampleResult> other;
+  const HandoffRun wrong_k = run(d.engine.get(), 3, &other);
+  EXPECT_EQ(wrong_k.prefix_hit, 0);
+  EXPECT_EQ(d.engine->held_tails(), 1);
+  std::vector<SampleResult> got;
+  const HandoffRun handed = run(d.engine.get(), 2, &got);
+  EXPECT_EQ(handed.prefix_hit, static_cast<int64_t>(prompt.size()) - 1);
+  EXPECT_EQ(d.engine->held_tails(), 0);
+  EXPECT_EQ(handed.ids, colocated.ids);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].token, want[i].token) << i;
+    EXPECT_EQ(got[i].logprob, want[i].logprob) << i;
+    EXPECT_EQ(got[i].top.size(), 2u) << i;
+  }
+  // A plain leg's tail (no prompt logprobs) is not taken by a request that asks for them.
+  Harness e = Make(64);
+  ASSERT_TRUE(e.engine->ImportPages(PrefillLeg(prompt), kHandoffPrint).ok());
+  std::vector<SampleResult> full;
+  const HandoffRun computed = run(e.engine.get(), 2, &full);
+  EXPECT_EQ(computed.prefix_hit, 0);
+  EXPECT_EQ(computed.ids, colocated.ids);
+  EXPECT_EQ(full.size(), want.size());
+  EXPECT_EQ(e.engine->held_tails(), 1);
   EXPECT_TRUE(d.engine->CheckIntegrity().ok());
 }
 

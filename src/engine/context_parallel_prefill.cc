@@ -10,6 +10,7 @@
 #include "core/byte_io.h"
 #include "engine/sampling/sampler.h"
 #include "model/deepseek_v41/kv_pages.h"
+#include "model/deepseek_v41/rollback.h"
 #include "model/deepseek_v41/sequence_snapshot.h"
 
 namespace deepinfer::engine {
@@ -118,13 +119,87 @@ Status DecodeScored(std::string_view bytes, std::vector<SampleResult>* all, int6
   return in.left() == 0 ? Status::Ok() : malformed();
 }
 
+// Prompt logprobs: the ranks' scored rows to the decoding rank (the group's last), which returns
+// all `n` entries in order (the others: none).
+StatusOr<std::vector<SampleResult>> GatherScored(model::ContextExchange& group, int tag,
+                                                 const ScoredRows& mine, int64_t n) {
+  const int decoder = group.size() - 1;
+  if (group.rank() != decoder) {
+    DI_RETURN_IF_ERROR(group.Send(decoder, tag, EncodeScored(mine)));
+    return std::vector<SampleResult>();
+  }
+  std::vector<SampleResult> all(static_cast<size_t>(n));
+  int64_t filled = 0;
+  DI_RETURN_IF_ERROR(DecodeScored(EncodeScored(mine), &all, &filled));
+  for (int r = 0; r < decoder; ++r) {
+    DI_ASSIGN_OR_RETURN(std::string bytes, group.Receive(r, tag));
+    DI_RETURN_IF_ERROR(DecodeScored(bytes, &all, &filled));
+  }
+  if (filled != n) {
+    return DataLoss("context parallel: " + std::to_string(filled) + " of " + std::to_string(n) +
+                    " prompt positions scored");
+  }
+  return all;
+}
+
+// Calls fn(bytes, length) for each DSpark stage tail of each page of rank `rank`'s chunks, in
+// chunk, page and stage order (whole pages: only the last chunk, the decoding rank's, may end
+// inside one, and it is never sent).
+template <typename Fn>
+void ForEachDSparkTail(const model::SequenceState& s, std::span<const model::ContextChunk> chunks,
+                       int rank, Fn fn) {
+  const model::KvPageLayout& l = s.page_layout();
+  const auto bytes = static_cast<size_t>(l.tail_tokens * l.head_dim * 2);
+  for (const model::ContextChunk& c : chunks) {
+    if (c.rank != rank) continue;
+    for (int64_t page = c.begin / l.page_tokens; page < c.end / l.page_tokens; ++page) {
+      uint8_t* base = s.kv_store->page(s.pages[static_cast<size_t>(page)]);
+      for (const int64_t offset : l.dspark_tail_offset) fn(base + offset, bytes);
+    }
+  }
+}
+
+// DSpark: each rank's chunks' stage page tails to the decoding rank, which then rebuilds its
+// stage rings from the pages (model::RestoreDSparkFromTails): its state then drafts as one
+// process's would.
+Status GatherDSparkTails(model::ContextExchange& group, int tag,
+                         std::span<const model::ContextChunk> chunks, model::SequenceState* s) {
+  const int decoder = group.size() - 1;
+  if (group.rank() != decoder) {
+    std::string bytes;
+    ForEachDSparkTail(*s, chunks, group.rank(), [&](const uint8_t* at, size_t n) {
+      bytes.append(reinterpret_cast<const char*>(at), n);
+    });
+    return group.Send(decoder, tag, std::move(bytes));
+  }
+  for (int r = 0; r < decoder; ++r) {
+    DI_ASSIGN_OR_RETURN(std::string bytes, group.Receive(r, tag));
+    size_t want = 0;
+    ForEachDSparkTail(*s, chunks, r, [&](const uint8_t*, size_t n) { want += n; });
+    if (bytes.size() != want) {
+      return DataLoss("context parallel: rank " + std::to_string(r) + " sent " +
+                      std::to_string(bytes.size()) + " bytes of DSpark tails, expected " +
+                      std::to_string(want));
+    }
+    const char* from = bytes.data();
+    ForEachDSparkTail(*s, chunks, r, [&](uint8_t* at, size_t n) {
+      std::memcpy(at, from, n);
+      from += n;
+    });
+  }
+  // The last chunk (this rank's) extended its own rows; the window positions before it come
+  // from the pages.
+  return model::RestoreDSparkFromTails(s, chunks.back().begin);
+}
+
 // The decoding rank's hand-off to its own engine: the complete pages of `head` and the state
 // (with the prompt logprobs when they were asked for).
 StatusOr<ImportResult> ImportSequence(const DeepSeekRunner& runner, Engine& engine,
                                       const model::SequenceState& state,
                                       std::span<const int32_t> head, int64_t prompt_len,
                                       std::optional<int32_t> prompt_logprobs_k,
-                                      std::vector<SampleResult> prompt_logprobs) {
+                                      std::vector<SampleResult> prompt_logprobs,
+                                      std::shared_ptr<const SequenceTail>* imported) {
   static const std::string kLocal = "context-parallel";
   PageBundle bundle;
   bundle.fingerprint = kLocal;
@@ -153,6 +228,7 @@ StatusOr<ImportResult> ImportSequence(const DeepSeekRunner& runner, Engine& engi
   tail->checksum = TailChecksum(*tail);
   tail->prompt_logprobs_k = prompt_logprobs_k;
   tail->prompt_logprobs = std::move(prompt_logprobs);
+  *imported = tail;
   bundle.tail = std::move(tail);
   return engine.ImportPages(bundle, kLocal);
 }
@@ -164,11 +240,6 @@ Status CheckContextParallel(const DeepSeekRunner& runner, const Engine& engine) 
     return InvalidArgument(
         "context parallelism hands the prompt's pages to the decoding rank's prefix cache: "
         "it needs --prefix-cache on");
-  }
-  if (runner.drafts_enabled()) {
-    return InvalidArgument(
-        "context parallelism with speculative decoding is not built yet (the DSpark rings "
-        "would cover the last chunk only): use --spec off");
   }
   if (runner.options().decoder_replay_keep > 0) {
     return InvalidArgument(
@@ -215,7 +286,7 @@ StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& run
   const bool decodes = group.rank() == group.size() - 1;
   const int n_chunks = group.size() * options.chunks_per_rank;
   const int prefix_tag = n_chunks * model.config().n_layers;
-  const int scored_tag = prefix_tag + 1;
+  const int scored_tag = prefix_tag + 1, dspark_tag = prefix_tag + 2;
 
   model::SequenceState state = model.NewSequence();
   DI_ASSIGN_OR_RETURN(
@@ -251,45 +322,43 @@ StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& run
                                  runner.page_tokens(), group.size(), options.chunks_per_rank);
     model::ForwardOptions fo;
     fo.index_key_mode = runner.options().index_key_mode;
-    model::ForwardOutput out;
+    fo.want_taps = runner.drafts_enabled();
     report.computed_tokens = static_cast<int64_t>(head.size()) - state.length;
-    // Prompt logprobs: this rank scores its chunks' rows (row r: prompt token r + 1).
+    // Per chunk of this rank: its prompt logprobs (row r scores prompt token r + 1) and its
+    // DSpark stage rows (their page tails; the rings are rebuilt from them at the end).
     ScoredRows scored;
-    model::ChunkLogitsFn score;
-    if (prompt_logprobs) {
-      score = [&](const model::ContextChunk& c, const std::vector<float>& logits) {
-        const int64_t rows = c.end - c.begin, vocab = runner.vocab_size();
-        std::vector<SampleResult> results(static_cast<size_t>(rows));
-        DI_RETURN_IF_ERROR(ComputePromptLogprobs(
-            logits.data(), rows, vocab, vocab,
-            prompt.subspan(static_cast<size_t>(c.begin + 1), static_cast<size_t>(rows)),
-            *prompt_logprobs, results, &model.pool()));
-        scored.emplace_back(c.begin, std::move(results));
-        return Status::Ok();
-      };
-    }
+    model::ChunkHook hook{
+        .all_logits = prompt_logprobs.has_value(),
+        .fn = [&](const model::ContextChunk& c, const model::ForwardOutput& o) {
+          const int64_t rows = c.end - c.begin;
+          if (fo.want_taps) {
+            state.dspark_length = c.begin;
+            DI_RETURN_IF_ERROR(model.DSparkExtend(&state, o.taps.data(), rows));
+          }
+          if (!prompt_logprobs) return Status::Ok();
+          const int64_t vocab = runner.vocab_size();
+          std::vector<SampleResult> results(static_cast<size_t>(rows));
+          DI_RETURN_IF_ERROR(ComputePromptLogprobs(
+              o.logits.data(), rows, vocab, vocab,
+              prompt.subspan(static_cast<size_t>(c.begin + 1), static_cast<size_t>(rows)),
+              *prompt_logprobs, results, &model.pool()));
+          scored.emplace_back(c.begin, std::move(results));
+          return Status::Ok();
+        }};
+    model::ForwardOutput out;
     DI_RETURN_IF_ERROR(
-        model::PrefillContextParallel(model, &state, head, chunks, group, fo, 1, &out, score));
+        model::PrefillContextParallel(model, &state, head, chunks, group, fo, 1, &out, &hook));
     std::vector<SampleResult> all;
-    if (prompt_logprobs && !decodes) {
-      DI_RETURN_IF_ERROR(group.Send(group.size() - 1, scored_tag, EncodeScored(scored)));
-      DI_RETURN_IF_ERROR(group.Flush());
-    } else if (prompt_logprobs) {
-      all.resize(head.size());
-      int64_t filled = 0;
-      DI_RETURN_IF_ERROR(DecodeScored(EncodeScored(scored), &all, &filled));
-      for (int r = 0; r + 1 < group.size(); ++r) {
-        DI_ASSIGN_OR_RETURN(std::string bytes, group.Receive(r, scored_tag));
-        DI_RETURN_IF_ERROR(DecodeScored(bytes, &all, &filled));
-      }
-      if (filled != static_cast<int64_t>(head.size())) {
-        return DataLoss("context parallel: " + std::to_string(filled) + " of " +
-                        std::to_string(head.size()) + " prompt positions scored");
-      }
+    if (prompt_logprobs) {
+      DI_ASSIGN_OR_RETURN(
+          all, GatherScored(group, scored_tag, scored, static_cast<int64_t>(head.size())));
     }
+    if (fo.want_taps) DI_RETURN_IF_ERROR(GatherDSparkTails(group, dspark_tag, chunks, &state));
+    DI_RETURN_IF_ERROR(group.Flush());
     if (decodes) {
-      DI_ASSIGN_OR_RETURN(report.import, ImportSequence(runner, engine, state, head, len,
-                                                        prompt_logprobs, std::move(all)));
+      DI_ASSIGN_OR_RETURN(report.import,
+                          ImportSequence(runner, engine, state, head, len, prompt_logprobs,
+                                         std::move(all), &report.tail));
     }
   } else {
     DI_RETURN_IF_ERROR(group.Flush());

@@ -22,15 +22,20 @@
 // (Model::AdoptPrefix), and the chunks cover the rest. When the cache holds all len - 1
 // positions' complete pages and nothing is left but the partial page, no rank computes anything.
 //
-// Preconditions (CheckContextParallel, the same verdict on every rank): the prefix cache on,
-// speculative decoding off (the DSpark rings would cover the last chunk only, and the tail must
-// carry them) and decoder-side replay off (its page tails are incomplete).
+// DSpark (the runner's drafts on): every rank extends the stage rings of its own chunks from their
+// taps (per row: a chunk needs nothing of the others) and sends its chunks' stage page tails to
+// the decoding rank, which writes them into its pages and rebuilds the rings of the window
+// positions before its last chunk from them, so the tail carries rings over every position.
+//
+// Preconditions (CheckContextParallel, the same verdict on every rank): the prefix cache on and
+// decoder-side replay off (its page tails are incomplete).
 //
 // Threads: the engine's owner thread, between steps (ImportPages). An error on one rank leaves
 // the others waiting on it: under MPI the caller ends the job.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -46,11 +51,12 @@ struct ContextParallelOptions {
 };
 
 struct ContextParallelReport {
-  int64_t prefix_tokens = 0;    // adopted from the decoding rank's prefix cache
-  int64_t computed_tokens = 0;  // positions the group computed
-  int64_t bytes_sent = 0;       // by this rank, prefix pages included
-  double seconds = 0;           // wall time on this rank
-  ImportResult import;          // the decoding rank's
+  int64_t prefix_tokens = 0;                 // adopted from the decoding rank's prefix cache
+  int64_t computed_tokens = 0;               // positions the group computed
+  int64_t bytes_sent = 0;                    // by this rank, prefix pages included
+  double seconds = 0;                        // wall time on this rank
+  ImportResult import;                       // the decoding rank's
+  std::shared_ptr<const SequenceTail> tail;  // the decoding rank's, as imported
 };
 
 // Whether `runner` and `engine` can take part (see the contract).

@@ -5,8 +5,8 @@
 // --context-parallel off, nothing changes.
 //
 // A CP group holds every expert (its ranks are at different layers, so the expert exchange's
-// per-layer rounds would not line up): --context-parallel needs --expert-parallel off, and
-// --spec off (engine::CheckContextParallel). The setup refuses other flags on every rank alike,
+// per-layer rounds would not line up): --context-parallel needs --expert-parallel off (and
+// what engine::CheckContextParallel asks). The setup refuses other flags on every rank alike,
 // before any collective call.
 #pragma once
 

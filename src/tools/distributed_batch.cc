@@ -115,6 +115,10 @@ Status RunDistributedBatch(LoadedEngine& e, const std::string& batch_file) {
       std::to_string(st.steps) + " steps, " + std::to_string(st.tokens_computed) +
       " tokens computed, " + std::to_string(st.preemptions) + " preemptions, peak RSS " +
       std::to_string(PeakRssMiB()) + " MiB" +
+      (st.spec.draft_calls > 0
+           ? "; DSpark " + std::to_string(st.spec.verified) + " drafts verified, " +
+                 std::to_string(st.spec.accepted) + " accepted"
+           : std::string()) +
       (e.context ? "; " + e.context->Report() + ", " + std::to_string(st.tails_continued) +
                        " requests continued a handed-over sequence"
                  : std::string()) +

@@ -56,8 +56,7 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--context-parallel", f->context_parallel,
                   "under mpirun: split a prompt's prefill over the ranks (on: every prompt, auto: "
-                  "prompts of --context-parallel-min-tokens or more); needs --expert-parallel off "
-                  "and --spec off")
+                  "prompts of --context-parallel-min-tokens or more); needs --expert-parallel off")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   cmd->add_option("--context-parallel-min-tokens", f->context_parallel_min_tokens,
                   "--context-parallel auto: the shortest prompt split over the ranks")

@@ -96,7 +96,6 @@ refused() {
   fi
 }
 refused "expert parallel" "needs --expert-parallel off"
-refused "DSpark" "use --spec off" --expert-parallel off --spec dspark
 refused "no prefix cache" "needs --prefix-cache on" --expert-parallel off --prefix-cache off
 
 # The default model (a context of 8,192, the real vocabulary): prompts of 1,500 and 3,000 tokens.
@@ -120,4 +119,33 @@ for n in 2 4; do
   continued=$(report "$work/cp.err" '[0-9]+ requests continued')
   [ "$continued" -eq 3 ] || { echo "FAIL: default model: $continued continued, expected 3"; cat "$work/cp.err"; fail=1; }
 done
+# DSpark over real ranks: each rank extends the stage rings of its chunks and sends their page
+# tails to the decoding rank, which rebuilds its rings from the pages. Outputs are one process's;
+# with a fixed policy the drafts verified and accepted, summed over the ranks, equal those of the
+# same ranks without context parallelism (on the trained default model, whose drafts are accepted
+# at times; 12 chunks a rank and pages of 32, so that last chunks are shorter than the window).
+# The rings' bytes themselves are checked by ContextParallelPrefillTest (engine tests).
+spec=(--spec dspark --spec-policy fixed --spec-length 2 --page-tokens 32)
+sed -E 's/"max_tokens": 6/"max_tokens": 24/' "$work/big.jsonl" >"$work/dspark.jsonl"
+"$BIN" generate --model "$BIG" --batch "$work/dspark.jsonl" "${spec[@]}" >"$work/one.txt" 2>/dev/null
+for cp in off on; do
+  timeout 240 "${MPIRUN[@]}" -n 2 "$BIN" generate --model "$BIG" --batch "$work/dspark.jsonl" \
+    --expert-parallel off --context-parallel "$cp" --context-parallel-chunks 12 "${spec[@]}" \
+    >"$work/cp.txt" 2>"$work/cp-$cp.err" \
+    || { echo "FAIL: DSpark, CP $cp: mpirun failed"; tail -5 "$work/cp-$cp.err"; fail=1; }
+  same "DSpark, 2 ranks, CP $cp" "$work/one.txt" "$work/cp.txt"
+done
+verified_off=$(report "$work/cp-off.err" '[0-9]+ drafts verified')
+accepted_off=$(report "$work/cp-off.err" '[0-9]+ accepted')
+verified_on=$(report "$work/cp-on.err" '[0-9]+ drafts verified')
+accepted_on=$(report "$work/cp-on.err" '[0-9]+ accepted')
+continued=$(report "$work/cp-on.err" '[0-9]+ requests continued')
+if [ "$verified_on" -gt 0 ] && [ "$verified_on" -eq "$verified_off" ] && \
+   [ "$accepted_on" -gt 0 ] && [ "$accepted_on" -eq "$accepted_off" ] && [ "$continued" -eq 3 ]; then
+  echo "DSpark: CP on and off verify $verified_on drafts and accept $accepted_on"
+else
+  echo "FAIL: DSpark: CP on verified/accepted $verified_on/$accepted_on, off $verified_off/$accepted_off, $continued continued"
+  cat "$work/cp-on.err" "$work/cp-off.err"; fail=1
+fi
+
 exit $fail

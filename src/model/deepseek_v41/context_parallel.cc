@@ -136,8 +136,7 @@ std::vector<ContextChunk> PlanContextChunks(int64_t from, int64_t prompt_len, in
 Status PrefillContextParallel(const Model& model, SequenceState* state,
                               std::span<const int32_t> prompt, std::span<const ContextChunk> chunks,
                               ContextExchange& ex, const ForwardOptions& options,
-                              int64_t logits_rows, ForwardOutput* out,
-                              const ChunkLogitsFn& chunk_logits) {
+                              int64_t logits_rows, ForwardOutput* out, const ChunkHook* on_chunk) {
   const int rank = ex.rank(), ranks = ex.size();
   const auto n = static_cast<int64_t>(prompt.size());
   const int n_layers = model.config().n_layers;
@@ -213,15 +212,16 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
     if (c.begin > state->length) {
       model.AdoptPositions(state, prompt.first(static_cast<size_t>(c.begin)));
     }
-    const int64_t rows = chunk_logits ? c.end - c.begin : last ? logits_rows : 1;
+    const bool all_rows = on_chunk != nullptr && on_chunk->all_logits;
+    const int64_t rows = all_rows ? c.end - c.begin : last ? logits_rows : 1;
     const ForwardInput in{
         state, prompt.subspan(static_cast<size_t>(c.begin), static_cast<size_t>(c.end - c.begin)),
-        last || chunk_logits != nullptr, rows, 0};
+        last || all_rows, rows, 0};
     ForwardOutput result;
     const Status s = model.Forward(std::span<const ForwardInput>(&in, 1), fo, &result);
     DI_RETURN_IF_ERROR(failed);
     DI_RETURN_IF_ERROR(s);
-    if (chunk_logits) DI_RETURN_IF_ERROR(chunk_logits(c, result.logits));
+    if (on_chunk != nullptr && on_chunk->fn) DI_RETURN_IF_ERROR(on_chunk->fn(c, result));
     if (last) *out = std::move(result);
   }
   DI_RETURN_IF_ERROR(ex.Flush());

@@ -81,14 +81,18 @@ std::vector<ContextChunk> PlanContextChunks(int64_t from, int64_t prompt_len, in
 // rank of the last chunk (the last rank), `out` receives what Model::Forward gives for it (logits
 // of its last logits_rows rows; taps of its rows when options.want_taps). On the others, `out` is
 // left empty. Every rank must call it with the same prompt and chunks; an error on one rank leaves
-// the others waiting (an MPI job ends). With `chunk_logits`, every chunk this rank computes
-// returns the logits of all its rows ([rows][vocab]), handed to it as the chunk ends (prompt
-// logprobs: row r scores prompt token r + 1).
-using ChunkLogitsFn = std::function<Status(const ContextChunk&, const std::vector<float>&)>;
+// the others waiting (an MPI job ends). `on_chunk`, when given, sees what Model::Forward gave for
+// every chunk this rank computes, right after it (the state then holds the chunk's positions):
+// its taps with options.want_taps (DSpark), and with all_logits the logits of all its rows
+// ([rows][vocab]; prompt logprobs: row r scores prompt token r + 1).
+struct ChunkHook {
+  bool all_logits = false;
+  std::function<Status(const ContextChunk&, const ForwardOutput&)> fn;
+};
 Status PrefillContextParallel(const Model& model, SequenceState* state,
                               std::span<const int32_t> prompt, std::span<const ContextChunk> chunks,
                               ContextExchange& ex, const ForwardOptions& options,
                               int64_t logits_rows, ForwardOutput* out,
-                              const ChunkLogitsFn& chunk_logits = nullptr);
+                              const ChunkHook* on_chunk = nullptr);
 
 }  // namespace deepinfer::model

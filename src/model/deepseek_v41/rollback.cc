@@ -124,11 +124,15 @@ Status RollbackSpeculation(const Model& model, SequenceState* state, Speculation
 }
 
 Status RestoreDSparkFromTails(SequenceState* state) {
+  return RestoreDSparkFromTails(state, state->length);
+}
+
+Status RestoreDSparkFromTails(SequenceState* state, int64_t until) {
   const int64_t h = state->length;
   if (state->dspark.empty()) return Status::Ok();
   const int64_t hd = state->page_layout().head_dim;
   const int64_t win = static_cast<int64_t>(state->dspark[0].size()) / hd;
-  for (int64_t pos = std::max<int64_t>(0, h - win); pos < h; ++pos) {
+  for (int64_t pos = std::max<int64_t>(0, h - win); pos < std::min(until, h); ++pos) {
     for (size_t s = 0; s < state->dspark.size(); ++s) {
       const uint16_t* tail = state->RingTail(-1, static_cast<int>(s), pos);
       if (tail == nullptr) return Internal("RestoreDSparkFromTails: no tail for a window position");

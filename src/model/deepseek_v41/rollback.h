@@ -73,5 +73,9 @@ Status RollbackSpeculation(const Model& model, SequenceState* state, Speculation
 // extended its DSpark stages over all of the page's positions (an engine with DSpark on
 // extends every sequence).
 Status RestoreDSparkFromTails(SequenceState* state);
+// The same for the window positions before `until` (a page boundary) only: the rings already
+// hold the positions from `until` to the length (context parallelism: the decoding rank's last
+// chunk, extended by its own rank; engine/context_parallel_prefill.h).
+Status RestoreDSparkFromTails(SequenceState* state, int64_t until);
 
 }  // namespace deepinfer::model

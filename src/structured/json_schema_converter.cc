@@ -89,6 +89,9 @@ class Converter {
  private:
   static constexpr int kMaxDepth = 64;
   static constexpr size_t kMaxDependentSchemas = 4;
+  // The largest minProperties / maxProperties of an object with any keys (a bounded repetition
+  // of pairs).
+  static constexpr int64_t kMaxCountedPairs = 10000;
 
   std::string NewRule(const std::string& hint) {
     std::string clean;
@@ -786,7 +789,42 @@ class Converter {
     return "\"\\\"\" " + rule_of[0];
   }
 
+  // An object whose schema names no property (no properties, patternProperties, required,
+  // dependencies, propertyNames, additionalProperties or unevaluatedProperties): any keys, as an
+  // absent additionalProperties allows, minProperties / maxProperties counting the pairs.
+  // (An object that names properties gets no extra keys unless additionalProperties says so:
+  // docs/structured_outputs.md.) Null when the schema names properties.
+  StatusOr<std::string> FreeFormObject(const Json& s, const std::string& hint) {
+    for (const char* key :
+         {"properties", "patternProperties", "required", "dependentRequired", "dependencies",
+          "dependentSchemas", "propertyNames", "additionalProperties", "unevaluatedProperties"}) {
+      if (s.contains(key)) return std::string();
+    }
+    DI_ASSIGN_OR_RETURN(const int64_t lo, Count(s, "minProperties", 0));
+    DI_ASSIGN_OR_RETURN(const int64_t hi, Count(s, "maxProperties", -1));
+    if (hi >= 0 && lo > hi) {
+      return InvalidArgument("minProperties " + std::to_string(lo) + " above maxProperties " +
+                             std::to_string(hi) + ": the schema matches nothing");
+    }
+    if (lo == 0 && hi < 0) return std::string("json_object");
+    if (lo > kMaxCountedPairs || hi > kMaxCountedPairs) {
+      return InvalidArgument("minProperties / maxProperties above " +
+                             std::to_string(kMaxCountedPairs) + " on a free-form object");
+    }
+    if (hi == 0) return std::string("\"{\" \"}\"");
+    const std::string pair = Define(hint + "_pair", "json_string colon json_value");
+    // The pairs after the first: at least lo - 1, at most hi - 1 (unbounded without hi).
+    const int64_t more_lo = std::max<int64_t>(lo - 1, 0);
+    std::string more = "(comma " + pair + ")";
+    more = hi < 0 ? more + "{" + std::to_string(more_lo) + ",}"
+                  : more + "{" + std::to_string(more_lo) + "," + std::to_string(hi - 1) + "}";
+    const std::string pairs = pair + " " + more;
+    return Define(hint, "\"{\" " + (lo == 0 ? "(" + pairs + ")?" : pairs) + " \"}\"");
+  }
+
   StatusOr<std::string> Object(const Json& s, const std::string& hint, int depth) {
+    DI_ASSIGN_OR_RETURN(std::string free_form, FreeFormObject(s, hint));
+    if (!free_form.empty()) return free_form;
     std::vector<std::pair<std::string, std::string>> props;  // key literal, value expr
     std::vector<std::string> prop_names;                     // their names
     std::vector<std::string> names;

@@ -315,6 +315,36 @@ TEST(JsonSchema, MinAndMaxPropertiesCountTheWrittenProperties) {
                    .ok());
 }
 
+// An object whose schema names no property takes any keys (an absent additionalProperties
+// allows them), minProperties / maxProperties counting its pairs; one that names properties
+// still gets no extra keys unless additionalProperties allows them.
+TEST(JsonSchema, AnObjectThatNamesNoPropertyTakesAnyKeys) {
+  auto any = Schema(R"({"type": "object"})");
+  ASSERT_NE(any, nullptr);
+  for (const char* ok : {"{}", R"({"x":1})", R"({"a":[1,{"b":null}],"c":"d"})"})
+    EXPECT_TRUE(FullMatch(any, ok)) << ok;
+  EXPECT_FALSE(FullMatch(any, "[]"));
+  auto counted = Schema(R"({"type": "object", "minProperties": 1, "maxProperties": 2})");
+  ASSERT_NE(counted, nullptr);
+  for (const char* ok : {R"({"x":1})", R"({"x":1,"y":"z"})"}) EXPECT_TRUE(FullMatch(counted, ok));
+  for (const char* bad : {"{}", R"({"x":1,"y":2,"z":3})"}) EXPECT_FALSE(FullMatch(counted, bad));
+  auto at_least = Schema(R"({"minProperties": 2})");
+  ASSERT_NE(at_least, nullptr);
+  EXPECT_FALSE(FullMatch(at_least, R"({"x":1})"));
+  EXPECT_TRUE(FullMatch(at_least, R"({"x":1,"y":2,"z":3,"w":4})"));
+  EXPECT_TRUE(FullMatch(at_least, "7"));  // not an object: minProperties does not apply
+  auto empty = Schema(R"({"type": "object", "maxProperties": 0})");
+  EXPECT_TRUE(FullMatch(empty, "{}"));
+  EXPECT_FALSE(FullMatch(empty, R"({"x":1})"));
+  auto named = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}}})");
+  EXPECT_TRUE(FullMatch(named, R"({"a":1})"));
+  EXPECT_FALSE(FullMatch(named, R"({"a":1,"x":2})"));
+  const auto bad =
+      JsonSchemaToEbnf(R"({"type": "object", "minProperties": 3, "maxProperties": 2})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("matches nothing"), std::string::npos);
+}
+
 TEST(JsonSchema, IntegerMultipleOfIsARemainderAutomaton) {
   auto g = Schema(R"({"type": "integer", "multipleOf": 7})");
   ASSERT_NE(g, nullptr);

@@ -1,5 +1,9 @@
 #include "structured/regex_converter.h"
 
+#include <unicode/uniset.h>
+#include <unicode/unistr.h>
+#include <unicode/utypes.h>
+
 #include <cctype>
 #include <cstdio>
 
@@ -190,6 +194,31 @@ class RegexParser {
     return LiteralText(static_cast<uint32_t>(cp));
   }
 
+  // After "\p" or "\P": "{Name}" or "{Name=Value}", a Unicode property as ECMAScript's unicode
+  // mode writes it (General_Category values such as L / Letter / Lu, Script=Greek,
+  // Script_Extensions=..., binary properties such as Alphabetic), looked up in ICU's tables.
+  Status Property(CharClass* cls) {
+    if (AtEnd() || s_[pos_] != '{') return Error("\\p needs {Name}");
+    const size_t close = s_.find('}', pos_);
+    if (close == std::string_view::npos) return Error("unterminated \\p{");
+    const std::string name(s_.substr(pos_ + 1, close - pos_ - 1));
+    pos_ = close + 1;
+    for (const char ch : name) {
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '=') {
+        return Error("invalid Unicode property name '" + name + "'");
+      }
+    }
+    UErrorCode status = U_ZERO_ERROR;
+    const icu::UnicodeSet set(icu::UnicodeString::fromUTF8("[\\p{" + name + "}]"), status);
+    if (U_FAILURE(status)) return Error("unknown Unicode property '" + name + "'");
+    *cls = CharClass();
+    for (int32_t i = 0; i < set.getRangeCount(); ++i) {
+      cls->AddRange(static_cast<uint32_t>(set.getRangeStart(i)),
+                    static_cast<uint32_t>(set.getRangeEnd(i)));
+    }
+    return Status::Ok();
+  }
+
   // After a backslash: a single character (*cp) or a class escape (*cls, *is_class).
   Status Escape(uint32_t* cp, CharClass* cls, bool* is_class, bool in_class) {
     if (AtEnd()) return Error("dangling backslash");
@@ -238,6 +267,12 @@ class RegexParser {
           return Status::Ok();
         }
         return Error("word boundary \\b is not supported");
+      case 'p':
+      case 'P':
+        DI_RETURN_IF_ERROR(Property(cls));
+        if (c == 'P') *cls = cls->Complement();
+        *is_class = true;
+        return Status::Ok();
       case 'x':
         return Hex(2, cp);
       case 'u':

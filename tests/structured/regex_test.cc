@@ -63,7 +63,9 @@ TEST(Regex, UnsupportedFeaturesAreClearErrors) {
       {"\\bword", "word boundary"},
       {"a^b", "'^' anchor"},
       {"a$b", "'$' anchor"},
-      {"\\p{L}", "unsupported escape"},
+      {"\\p{NoSuchProperty}", "unknown Unicode property"},
+      {"\\pL", "\\p needs {Name}"},
+      {"\\p{L", "unterminated"},
       {"(ab", "missing ')'"},
       {"ab)", "unbalanced ')'"},
       {"[abc", "unterminated character class"},
@@ -78,6 +80,30 @@ TEST(Regex, UnsupportedFeaturesAreClearErrors) {
     EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(e.status().message().find(what), std::string::npos)
         << pattern << ": " << e.status().message();
+  }
+}
+
+// Unicode property escapes (ECMAScript unicode mode): General_Category values, scripts, binary
+// properties and their complements, also inside a class, from ICU's tables.
+TEST(Regex, UnicodePropertyEscapes) {
+  struct Case {
+    const char* pattern;
+    std::vector<const char*> match, reject;
+  };
+  const std::vector<Case> cases = {
+      {"\\p{Letter}+", {"Hello", "π", "日本", "É"}, {"123", "a1", "", "-"}},
+      {"\\p{L}\\p{Nd}", {"a1", "ж٣"}, {"1a", "aa"}},
+      {"\\p{Lu}+", {"ABC", "ΩΣ"}, {"abc", "Ab"}},
+      {"\\P{L}+", {"123", "-+"}, {"a", "1a"}},
+      {"\\p{Script=Greek}+", {"αβγ"}, {"abc"}},
+      {"[\\p{Ll}0-9]+", {"ab12", "ß9"}, {"AB"}},
+      {"\\p{Alphabetic}", {"x"}, {"7"}},
+  };
+  for (const Case& c : cases) {
+    auto g = Regex(c.pattern);
+    ASSERT_NE(g, nullptr) << c.pattern;
+    for (const char* ok : c.match) EXPECT_TRUE(FullMatch(g, ok)) << c.pattern << " vs " << ok;
+    for (const char* bad : c.reject) EXPECT_FALSE(FullMatch(g, bad)) << c.pattern << " vs " << bad;
   }
 }
 

@@ -272,6 +272,12 @@ class Converter {
       std::string body;
       for (const char* t : {"object", "array", "string", "number", "boolean", "null"}) {
         std::string alt;
+        if (std::string(t) == "array" && s.contains("contains") && Never(s["contains"])) {
+          // No element matches `contains: false`: no array does (unless minContains is 0), and
+          // the other types stay free.
+          DI_ASSIGN_OR_RETURN(const int64_t min_contains, Count(s, "minContains", 1));
+          if (min_contains > 0) continue;
+        }
         if (std::find(constrained.begin(), constrained.end(), t) != constrained.end()) {
           DI_ASSIGN_OR_RETURN(alt, Typed(s, t, hint, depth));
         } else {

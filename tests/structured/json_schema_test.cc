@@ -466,6 +466,13 @@ TEST(JsonSchema, ContainsCountsTheMatchingElements) {
       "maxContains": 1})")
                    .ok());
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "array", "contains": false})").ok());
+  // Without a type, `contains: false` rules out arrays only.
+  auto no_arrays = Schema(R"({"contains": false})");
+  ASSERT_NE(no_arrays, nullptr);
+  for (const char* ok : {"\"text\"", "3", "{}", "null"})
+    EXPECT_TRUE(FullMatch(no_arrays, ok)) << ok;
+  for (const char* bad : {"[]", "[1]"}) EXPECT_FALSE(FullMatch(no_arrays, bad)) << bad;
+  EXPECT_TRUE(FullMatch(Schema(R"({"contains": false, "minContains": 0})"), "[1]"));
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"const": 1}, "maxItems": 4})").ok());
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"contains": {"pattern": "a"}, "maxContains": 1})").ok());
 }

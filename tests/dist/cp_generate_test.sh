@@ -98,7 +98,8 @@ refused() {
 refused "expert parallel" "needs --expert-parallel off"
 refused "no prefix cache" "needs --prefix-cache on" --expert-parallel off --prefix-cache off
 
-# The default model (a context of 8,192, the real vocabulary): prompts of 1,500 and 3,000 tokens.
+# The server tests' random-weight model (the real vocabulary, a longer context): prompts of 1,500
+# and 3,000 tokens.
 /usr/bin/python3 - "$work/big.jsonl" <<'PY'
 import json, random, sys
 random.seed(5)
@@ -122,9 +123,9 @@ done
 # DSpark over real ranks: each rank extends the stage rings of its chunks and sends their page
 # tails to the decoding rank, which rebuilds its rings from the pages. Outputs are one process's;
 # with a fixed policy the drafts verified and accepted, summed over the ranks, equal those of the
-# same ranks without context parallelism (on the trained default model, whose drafts are accepted
-# at times; 12 chunks a rank and pages of 32, so that last chunks are shorter than the window).
-# The rings' bytes themselves are checked by ContextParallelPrefillTest (engine tests).
+# same ranks without context parallelism (12 chunks a rank and pages of 32, so that last chunks
+# are shorter than the window). The random-weight model accepts no draft, so the rings' bytes
+# themselves are checked by ContextParallelPrefillTest (engine tests).
 spec=(--spec dspark --spec-policy fixed --spec-length 2 --page-tokens 32)
 sed -E 's/"max_tokens": 6/"max_tokens": 24/' "$work/big.jsonl" >"$work/dspark.jsonl"
 "$BIN" generate --model "$BIG" --batch "$work/dspark.jsonl" "${spec[@]}" >"$work/one.txt" 2>/dev/null
@@ -141,7 +142,7 @@ verified_on=$(report "$work/cp-on.err" '[0-9]+ drafts verified')
 accepted_on=$(report "$work/cp-on.err" '[0-9]+ accepted')
 continued=$(report "$work/cp-on.err" '[0-9]+ requests continued')
 if [ "$verified_on" -gt 0 ] && [ "$verified_on" -eq "$verified_off" ] && \
-   [ "$accepted_on" -gt 0 ] && [ "$accepted_on" -eq "$accepted_off" ] && [ "$continued" -eq 3 ]; then
+   [ "$accepted_on" -eq "$accepted_off" ] && [ "$continued" -eq 3 ]; then
   echo "DSpark: CP on and off verify $verified_on drafts and accept $accepted_on"
 else
   echo "FAIL: DSpark: CP on verified/accepted $verified_on/$accepted_on, off $verified_off/$accepted_off, $continued continued"

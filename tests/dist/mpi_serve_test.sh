@@ -118,51 +118,48 @@ for n in 2 4; do
   fi
 done
 
+# serve_2 NAME FLAGS...: a 2-rank server with FLAGS answers as the single server did; $work/NAME.*
+# keep its answers, and $rank1 / $continued what /metrics said (requests rank 1 finished, requests
+# that continued a split prefill) before SIGTERM to rank 0 stopped it (status 0 expected).
+serve_2() {
+  local name="$1"; shift
+  "${MPIRUN[@]}" -n 2 "$BIN" "${SERVE[@]}" "$@" >"$work/$name.log" 2>"$work/$name.log.err" &
+  local job=$!
+  pids+=("$job")
+  local url
+  url="$(wait_url "$work/$name.log")"
+  ask "$url" "$work/$name.json"
+  rank1="$(rank_finished "$url" 1)"
+  continued="$(curl -fsS "$url/metrics" |
+    awk '$1 ~ /^deepinfer_rank_pd_tails_continued_total/ {s += $2} END {print s + 0}')"
+  local rank0
+  rank0="$(rank0_of "$url")"
+  kill -TERM "${rank0:-$job}" 2>/dev/null || true
+  if cmp -s "$work/one.json" "$work/$name.json"; then
+    echo "serve over 2 ranks ($name): identical answers; rank 1 finished ${rank1:-none}"
+  else
+    echo "serve over 2 ranks ($name): DIFFERENT"; cat "$work/one.json" "$work/$name.json"; fail=1
+  fi
+  for _ in $(seq 1 60); do kill -0 "$job" 2>/dev/null || break; sleep 0.5; done
+  wait "$job" || { echo "serve over 2 ranks ($name): exit status $?"; fail=1; }
+}
+
 # Pure attention DP: every rank holds every expert; requests still spread over the ranks.
-"${MPIRUN[@]}" -n 2 "$BIN" "${SERVE[@]}" --expert-parallel off >"$work/dp.log" 2>"$work/dp.log.err" &
-dp_job=$!
-pids+=("$dp_job")
-url="$(wait_url "$work/dp.log")"
-ask "$url" "$work/dp.json"
-dp_rank1="$(rank_finished "$url" 1)"
-dp_rank0="$(rank0_of "$url")"
-kill -TERM "${dp_rank0:-$dp_job}" 2>/dev/null || true
-if cmp -s "$work/one.json" "$work/dp.json"; then
-  echo "serve over 2 ranks (DP only): identical answers; rank 1 finished ${dp_rank1:-none}"
-else
-  echo "serve over 2 ranks (DP only): DIFFERENT"; cat "$work/one.json" "$work/dp.json"; fail=1
+serve_2 dp --expert-parallel off
+if [ -z "$rank1" ] || [ "${rank1%.*}" -lt 1 ]; then
+  echo "serve over 2 ranks (dp): rank 1 ran no request"; fail=1
 fi
-if [ -z "$dp_rank1" ] || [ "${dp_rank1%.*}" -lt 1 ]; then
-  echo "serve over 2 ranks (DP only): rank 1 ran no request"; fail=1
-fi
-for _ in $(seq 1 60); do kill -0 "$dp_job" 2>/dev/null || break; sleep 0.5; done
-wait "$dp_job" || { echo "serve over 2 ranks (DP only): exit status $?"; fail=1; }
 
 # Context parallelism: every prompt's prefill split over both ranks, the sequence handed to the
 # rank that runs the request (the tail continued there: deepinfer_rank_pd_tails_continued_total).
-"${MPIRUN[@]}" -n 2 "$BIN" "${SERVE[@]}" --expert-parallel off --context-parallel on \
-  >"$work/cp.log" 2>"$work/cp.log.err" &
-cp_job=$!
-pids+=("$cp_job")
-url="$(wait_url "$work/cp.log")"
-ask "$url" "$work/cp.json"
-continued="$(curl -fsS "$url/metrics" |
-  awk '$1 ~ /^deepinfer_rank_pd_tails_continued_total/ {s += $2} END {print s + 0}')"
-cp_rank0="$(rank0_of "$url")"
-kill -TERM "${cp_rank0:-$cp_job}" 2>/dev/null || true
-if cmp -s "$work/one.json" "$work/cp.json"; then
-  echo "serve over 2 ranks, context parallel: identical answers; $continued requests continued a split prefill"
-else
-  echo "serve over 2 ranks, context parallel: DIFFERENT"; cat "$work/one.json" "$work/cp.json"; fail=1
-fi
 # 12 requests (one with prompt logprobs, scored over the ranks), every prompt of 2+ tokens: each
 # continued the sequence its prefill left.
+serve_2 cp --expert-parallel off --context-parallel on
 if [ "${continued%.*}" -lt 12 ]; then
-  echo "serve over 2 ranks, context parallel: only $continued requests continued a split prefill"
-  fail=1
+  echo "serve over 2 ranks (cp): only $continued requests continued a split prefill"; fail=1
+else
+  echo "serve over 2 ranks (cp): $continued requests continued a split prefill"
 fi
-for _ in $(seq 1 60); do kill -0 "$cp_job" 2>/dev/null || break; sleep 0.5; done
-wait "$cp_job" || { echo "serve over 2 ranks, context parallel: exit status $?"; fail=1; }
 
 "${MPIRUN[@]}" -n 2 "$BIN" "${SERVE[@]}" >"$work/two.log" 2>"$work/two.log.err" &
 job=$!

@@ -22,6 +22,7 @@
 #include "engine/deepseek_runner.h"
 #include "engine/engine.h"
 #include "fixture_model.h"
+#include "handoff_util.h"
 
 namespace deepinfer::engine {
 namespace {
@@ -35,11 +36,7 @@ struct Rank {
   std::unique_ptr<Engine> engine;
 };
 
-struct Outputs {
-  std::vector<int32_t> ids;
-  std::vector<uint32_t> logprob_bits;
-  int64_t prefix_hit = 0;
-};
+using Outputs = testing::HandoffRun;
 
 class ContextParallelPrefillTest : public ::testing::TestWithParam<model::IndexKeyMode> {
  protected:
@@ -73,46 +70,13 @@ class ContextParallelPrefillTest : public ::testing::TestWithParam<model::IndexK
   }
 
   static Outputs Run(Engine* engine, const std::vector<int32_t>& prompt) {
-    Outputs o;
-    Request r;
-    r.prompt = prompt;
-    r.params.temperature = 0.9f;
-    r.params.seed = 13;
-    r.params.max_tokens = 8;
-    r.params.ignore_eos = true;
-    r.params.logprobs = true;
-    r.on_output = [&o](const RequestOutput& ro) {
-      o.ids.insert(o.ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
-      for (const SampleResult& s : ro.samples) {
-        uint32_t bits;
-        std::memcpy(&bits, &s.logprob, 4);
-        o.logprob_bits.push_back(bits);
-      }
-      o.prefix_hit = ro.prefix_hit_tokens;
-    };
-    EXPECT_TRUE(engine->Add(std::move(r)).ok());
-    const Status s = engine->RunUntilIdle();
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return o;
+    return testing::RunToEnd(engine, prompt, 0.9f, 13, 8);
   }
 
   // A one-process prefill leg of `prompt`: its tail and complete pages.
   PageBundle Leg(const std::vector<int32_t>& prompt, int64_t page_tokens) const {
     Rank p = Make(page_tokens);
-    const std::vector<int32_t> head(prompt.begin(), prompt.end() - 1);
-    Request r;
-    r.prompt = head;
-    r.leg_of_prompt_len = static_cast<int64_t>(prompt.size());
-    r.params.max_tokens = 1;
-    std::shared_ptr<const SequenceTail> tail;
-    r.on_output = [&](const RequestOutput& ro) {
-      if (ro.finished) tail = ro.tail;
-    };
-    EXPECT_TRUE(p.engine->Add(std::move(r)).ok());
-    EXPECT_TRUE(p.engine->RunUntilIdle().ok());
-    auto bundle = p.engine->ExportPromptPages(head, kPrint, tail);
-    EXPECT_TRUE(bundle.ok()) << bundle.status().ToString();
-    return std::move(*bundle);
+    return testing::PrefillLegBundle(p.engine.get(), prompt, kPrint);
   }
 };
 

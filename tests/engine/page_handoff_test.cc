@@ -20,15 +20,12 @@
 #include "engine/engine.h"
 #include "engine/page_handoff.h"
 #include "fixture_model.h"
+#include "handoff_util.h"
 
 namespace deepinfer::engine {
 namespace {
 
-struct HandoffRun {
-  std::vector<int32_t> ids;
-  std::vector<uint32_t> logprob_bits;
-  int64_t prefix_hit = 0;
-};
+using testing::HandoffRun;
 
 constexpr char kHandoffPrint[] = "test-fingerprint";
 
@@ -56,27 +53,7 @@ class PageHandoffTest : public testing::FixtureModelModeTest {
   }
 
   static HandoffRun Run(Engine* engine, const std::vector<int32_t>& prompt, float temperature) {
-    HandoffRun o;
-    Request r;
-    r.prompt = prompt;
-    r.params.temperature = temperature;
-    r.params.seed = 77;
-    r.params.max_tokens = 6;
-    r.params.ignore_eos = true;
-    r.params.logprobs = true;
-    r.on_output = [&o](const RequestOutput& ro) {
-      o.ids.insert(o.ids.end(), ro.new_tokens.begin(), ro.new_tokens.end());
-      for (const SampleResult& s : ro.samples) {
-        uint32_t bits;
-        std::memcpy(&bits, &s.logprob, 4);
-        o.logprob_bits.push_back(bits);
-      }
-      o.prefix_hit = ro.prefix_hit_tokens;
-    };
-    EXPECT_TRUE(engine->Add(std::move(r)).ok());
-    const Status s = engine->RunUntilIdle();
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return o;
+    return testing::RunToEnd(engine, prompt, temperature, 77, 6);
   }
 
   // A prefill engine's bundle of `prompt` after it ran (max_tokens 1, as a prefill instance).
@@ -99,26 +76,7 @@ class PageHandoffTest : public testing::FixtureModelModeTest {
   // A prefill leg's bundle: all of `prompt` but its last token, with the sequence's tail.
   PageBundle PrefillLeg(const std::vector<int32_t>& prompt, spec::SpecOptions so = {}) {
     Harness p = Make(64, 8, so);
-    const std::vector<int32_t> head(prompt.begin(), prompt.end() - 1);
-    Request r;
-    r.prompt = head;
-    r.leg_of_prompt_len = static_cast<int64_t>(prompt.size());
-    r.params.max_tokens = 1;
-    std::shared_ptr<const SequenceTail> tail;
-    int finals = 0;
-    r.on_output = [&](const RequestOutput& ro) {
-      if (!ro.finished) return;
-      ++finals;
-      tail = ro.tail;
-    };
-    EXPECT_TRUE(p.engine->Add(std::move(r)).ok());
-    EXPECT_TRUE(p.engine->RunUntilIdle().ok());
-    EXPECT_EQ(finals, 1);
-    EXPECT_NE(tail, nullptr);
-    auto bundle = p.engine->ExportPromptPages(head, kHandoffPrint, tail);
-    EXPECT_TRUE(bundle.ok()) << bundle.status().ToString();
-    EXPECT_NE(bundle->tail, nullptr);
-    return std::move(*bundle);
+    return testing::PrefillLegBundle(p.engine.get(), prompt, kHandoffPrint);
   }
 };
 

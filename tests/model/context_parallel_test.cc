@@ -77,7 +77,7 @@ class ContextParallelTest : public testing::TestWithParam<IndexKeyMode> {
   // corrupt: a (rank, layer) whose message is sent one byte short (-1: none).
   Status RunRanks(int ranks, int per_rank, const std::vector<int32_t>& prompt, int64_t page_tokens,
                   SequenceState* last_state, ForwardOutput* last_out, int corrupt_rank = -1,
-                  int corrupt_tag = -1) {
+                  int corrupt_tag = -1, std::vector<int64_t>* received = nullptr) {
     Mailbox box;
     const std::vector<ContextChunk> chunks =
         PlanContextChunks(static_cast<int64_t>(prompt.size()), page_tokens, ranks, per_rank);
@@ -100,6 +100,9 @@ class ContextParallelTest : public testing::TestWithParam<IndexKeyMode> {
       if (!s.ok()) return s;
     }
     for (int r = 0; r + 1 < ranks; ++r) EXPECT_TRUE(outs[static_cast<size_t>(r)].logits.empty());
+    if (received != nullptr) {
+      for (int r = 0; r < ranks; ++r) received->push_back(box.received(r));
+    }
     *last_state = std::move(states.back());
     *last_out = std::move(outs.back());
     return Status::Ok();
@@ -244,6 +247,29 @@ TEST_P(ContextParallelTest, LastRankEqualsOneProcessPrefillAndDecode) {
       }
     }
   }
+}
+
+// The ring tails go to a rank only where it restores a ring from them: every page's to the last
+// rank, the window before its own chunk to a middle one (fewer bytes, the same last state).
+TEST_P(ContextParallelTest, AMiddleRankGetsOnlyItsHalo) {
+  const int64_t page = MinPageTokens(model(0).config(), model(0).layers());
+  const int64_t window = model(0).config().window_size;
+  // Three chunks of several windows each: rank 1 needs rank 0's last window only.
+  const int64_t pages_per_chunk = std::max<int64_t>(4, 4 * window / page);
+  const std::vector<int32_t> prompt = Prompt(3 * pages_per_chunk * page, 9);
+  SequenceState cp;
+  ForwardOutput out;
+  std::vector<int64_t> received;
+  ASSERT_TRUE(RunRanks(3, 1, prompt, page, &cp, &out, -1, -1, &received).ok());
+  // Rank 1 gets chunk 0 with the halo only; rank 2 gets chunks 0 and 1 with every tail.
+  EXPECT_GT(received[1], 0);
+  EXPECT_LT(received[1], received[2] / 2) << received[1] << " vs " << received[2];
+  SequenceState alone = Fresh(model(0), page);
+  const ForwardInput in{&alone, prompt, true, 1, 0};
+  ForwardOutput ref;
+  ASSERT_TRUE(model(0).Forward(std::span<const ForwardInput>(&in, 1), Options(), &ref).ok());
+  ExpectSameState(model(0), cp, alone, "3 ranks, halos");
+  EXPECT_EQ(out.logits, ref.logits);
 }
 
 TEST_P(ContextParallelTest, AShortMessageIsAnErrorNotOutput) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@ class Mailbox {
  public:
   void Put(int from, int to, int tag, std::string bytes) {
     std::lock_guard<std::mutex> lock(mu_);
+    received_[to] += static_cast<int64_t>(bytes.size());
     box_[{from, to, tag}] = std::move(bytes);
     cv_.notify_all();
   }
@@ -35,6 +37,13 @@ class Mailbox {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::tuple<int, int, int>, std::string> box_;
+  std::map<int, int64_t> received_;  // bytes put for each receiver
+
+ public:
+  int64_t received(int to) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_[to];
+  }
 };
 
 class ThreadExchange : public ContextExchange {

@@ -16,54 +16,78 @@ struct Region {
 
 // The page regions block `li` writes for prompt rows: its compressed KV and index keys (a KV
 // source) and its ring tail. Nothing else of a page is written by a backbone block.
-std::vector<Region> LayerRegions(const KvPageLayout& l, const LayerDescriptor& d) {
+struct LayerRegions {
+  std::vector<Region> entries;  // compressed KV and index keys (a KV source's)
+  Region tail;
+};
+
+LayerRegions RegionsOf(const KvPageLayout& l, const LayerDescriptor& d) {
   const KvPageLayout::Layer& ll = l.layers[static_cast<size_t>(d.index)];
-  std::vector<Region> r;
+  LayerRegions r;
   if (d.owns_compressor) {
-    r.push_back({ll.kv_offset, ll.entries_per_page * l.head_dim * 2});
+    r.entries.push_back({ll.kv_offset, ll.entries_per_page * l.head_dim * 2});
     if (ll.key_offset >= 0)
-      r.push_back({ll.key_offset, ll.entries_per_page * l.index_head_dim * 2});
+      r.entries.push_back({ll.key_offset, ll.entries_per_page * l.index_head_dim * 2});
   }
-  r.push_back({ll.tail_offset, l.tail_tokens * l.head_dim * 2});
+  r.tail = {ll.tail_offset, l.tail_tokens * l.head_dim * 2};
   return r;
 }
 
-// Calls fn(bytes of the region in the page, its length) for each region of each page of `chunk`,
-// in page order (whole pages: a chunk before the last ends on a page boundary).
+// Which ring tails a rank receives: the last rank every one (it ends with the whole sequence,
+// whose pages then serve the prefix cache), any other only those of the pages that reach into
+// the window before one of its later chunks (the halo its ring is restored from).
+struct TailsFor {
+  std::span<const ContextChunk> chunks;
+  int receiver = 0;
+  int ranks = 1;
+  int64_t window = 0;
+  bool operator()(int64_t page_begin, int64_t page_end) const {
+    if (receiver == ranks - 1) return true;
+    return std::any_of(chunks.begin(), chunks.end(), [&](const ContextChunk& c) {
+      return c.rank == receiver && c.begin < c.end && c.begin >= page_end &&
+             c.begin - window < page_end;
+    });
+  }
+};
+
+// Calls fn(bytes of the region in the page, its length) for each region of each page of `chunk`
+// a rank whose tails are `tails` receives, in page order (whole pages: a chunk before the last
+// ends on a page boundary).
 template <typename Fn>
-void ForEachRegion(const SequenceState& s, const std::vector<Region>& regions,
-                   const ContextChunk& chunk, Fn fn) {
+void ForEachRegion(const SequenceState& s, const LayerRegions& regions, const ContextChunk& chunk,
+                   const TailsFor& tails, Fn fn) {
   const int64_t p = s.page_layout().page_tokens;
   for (int64_t page = chunk.begin / p; page < chunk.end / p; ++page) {
     uint8_t* base = s.kv_store->page(s.pages[static_cast<size_t>(page)]);
-    for (const Region& r : regions) fn(base + r.offset, static_cast<size_t>(r.bytes));
+    for (const Region& r : regions.entries) fn(base + r.offset, static_cast<size_t>(r.bytes));
+    if (tails(page * p, (page + 1) * p)) {
+      fn(base + regions.tail.offset, static_cast<size_t>(regions.tail.bytes));
+    }
   }
 }
 
-// Layer `li`'s regions of the pages of `chunk`, concatenated.
-std::string PackLayer(const SequenceState& s, const std::vector<Region>& regions,
-                      const ContextChunk& chunk) {
+// Layer `li`'s regions of the pages of `chunk` that rank `tails.receiver` gets, concatenated.
+std::string PackLayer(const SequenceState& s, const LayerRegions& regions,
+                      const ContextChunk& chunk, const TailsFor& tails) {
   std::string bytes;
-  ForEachRegion(s, regions, chunk, [&](const uint8_t* at, size_t n) {
+  ForEachRegion(s, regions, chunk, tails, [&](const uint8_t* at, size_t n) {
     bytes.append(reinterpret_cast<const char*>(at), n);
   });
   return bytes;
 }
 
-// Writes what PackLayer of chunk.rank's state gave into this state's pages.
-Status UnpackLayer(const std::string& bytes, const std::vector<Region>& regions,
-                   const ContextChunk& chunk, int li, SequenceState* s) {
-  const int64_t p = s->page_layout().page_tokens;
-  int64_t per_page = 0;
-  for (const Region& r : regions) per_page += r.bytes;
-  const int64_t want = (chunk.end / p - chunk.begin / p) * per_page;
-  if (static_cast<int64_t>(bytes.size()) != want) {
+// Writes what PackLayer of chunk.rank's state gave this rank into this state's pages.
+Status UnpackLayer(const std::string& bytes, const LayerRegions& regions, const ContextChunk& chunk,
+                   const TailsFor& tails, int li, SequenceState* s) {
+  size_t want = 0;
+  ForEachRegion(*s, regions, chunk, tails, [&](const uint8_t*, size_t n) { want += n; });
+  if (bytes.size() != want) {
     return DataLoss("context parallel: rank " + std::to_string(chunk.rank) + " sent " +
                     std::to_string(bytes.size()) + " bytes for layer " + std::to_string(li) +
                     ", expected " + std::to_string(want));
   }
   const char* from = bytes.data();
-  ForEachRegion(*s, regions, chunk, [&](uint8_t* at, size_t n) {
+  ForEachRegion(*s, regions, chunk, tails, [&](uint8_t* at, size_t n) {
     std::memcpy(at, from, n);
     from += n;
   });
@@ -72,8 +96,9 @@ Status UnpackLayer(const std::string& bytes, const std::vector<Region>& regions,
 
 // After a failed receive the forward still runs to its end (a hook cannot stop it): the layer's
 // regions of `chunk` are zeroed so that it computes on defined values, and the error is returned.
-void ZeroLayer(const std::vector<Region>& regions, const ContextChunk& chunk, SequenceState* s) {
-  ForEachRegion(*s, regions, chunk, [](uint8_t* at, size_t n) { std::memset(at, 0, n); });
+void ZeroLayer(const LayerRegions& regions, const ContextChunk& chunk, const TailsFor& tails,
+               SequenceState* s) {
+  ForEachRegion(*s, regions, chunk, tails, [](uint8_t* at, size_t n) { std::memset(at, 0, n); });
 }
 
 Status CheckChunks(std::span<const ContextChunk> chunks, int64_t from, int64_t n,
@@ -156,11 +181,15 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
   if (state->prompt_length == 0) state->prompt_length = n;
   ScopedPhase phase("context_parallel.prefill");
 
-  std::vector<std::vector<Region>> regions;
+  std::vector<LayerRegions> regions;
   regions.reserve(static_cast<size_t>(n_layers));
   for (int li = 0; li < n_layers; ++li) {
-    regions.push_back(LayerRegions(layout, model.layers()[static_cast<size_t>(li)]));
+    regions.push_back(RegionsOf(layout, model.layers()[static_cast<size_t>(li)]));
   }
+  const auto tails_for = [&](int receiver) {
+    return TailsFor{chunks, receiver, ranks, model.config().window_size};
+  };
+  const TailsFor mine = tails_for(rank);
   const auto n_chunks = static_cast<int>(chunks.size());
   const auto tag = [&](int chunk, int li) { return chunk * n_layers + li; };
   // received[j * n_layers + li]: chunk j's layer li is in this rank's pages.
@@ -170,16 +199,17 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
   ForwardHooks hooks;
   hooks.before_block = [&](int li, uint16_t*, float*, int64_t) {
     ScopedPhase wait("context_parallel.receive");
-    const std::vector<Region>& layer_regions = regions[static_cast<size_t>(li)];
+    const LayerRegions& layer_regions = regions[static_cast<size_t>(li)];
     for (int j = 0; j < current; ++j) {
       const ContextChunk& c = chunks[static_cast<size_t>(j)];
       uint8_t& have = received[static_cast<size_t>(tag(j, li))];
       if (c.rank == rank || c.begin == c.end || have) continue;
       if (failed.ok()) {
         StatusOr<std::string> bytes = ex.Receive(c.rank, tag(j, li));
-        failed = bytes.ok() ? UnpackLayer(*bytes, layer_regions, c, li, state) : bytes.status();
+        failed =
+            bytes.ok() ? UnpackLayer(*bytes, layer_regions, c, mine, li, state) : bytes.status();
       }
-      if (!failed.ok()) ZeroLayer(layer_regions, c, state);
+      if (!failed.ok()) ZeroLayer(layer_regions, c, mine, state);
       have = 1;
     }
     const Status ring = model.RestoreRing(state, li);
@@ -192,14 +222,11 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
       const ContextChunk& c = chunks[static_cast<size_t>(j)];
       if (c.rank != rank && c.begin < c.end) to[static_cast<size_t>(c.rank)] = 1;
     }
-    std::string bytes;
     for (int t = 0; t < ranks && failed.ok(); ++t) {
       if (!to[static_cast<size_t>(t)]) continue;
-      if (bytes.empty()) {
-        bytes = PackLayer(*state, regions[static_cast<size_t>(li)],
-                          chunks[static_cast<size_t>(current)]);
-      }
-      failed = ex.Send(t, tag(current, li), bytes);
+      failed = ex.Send(t, tag(current, li),
+                       PackLayer(*state, regions[static_cast<size_t>(li)],
+                                 chunks[static_cast<size_t>(current)], tails_for(t)));
     }
   };
   ForwardOptions fo = options;
@@ -226,7 +253,8 @@ Status PrefillContextParallel(const Model& model, SequenceState* state,
   }
   DI_RETURN_IF_ERROR(ex.Flush());
   // The other ranks' chunks before this rank's last one now hold every layer: complete, as a
-  // one-rank prefill leaves them.
+  // one-rank prefill leaves them (on the last rank, which got every tail; another rank's state,
+  // halos only, is partial and dropped).
   for (int j = 0; j < n_chunks; ++j) {
     const ContextChunk& c = chunks[static_cast<size_t>(j)];
     if (c.rank == rank || c.begin == c.end || !received[static_cast<size_t>(tag(j, n_layers - 1))])

@@ -12,7 +12,9 @@
 //   chunk c, before block L:  receive layer L's page regions of the earlier chunks other ranks
 //                             computed (once each), restore layer L's window ring from the tails;
 //   chunk c, after block L:   send layer L's page regions of chunk c to every rank that computes
-//                             a later chunk.
+//                             a later chunk (the ring tails only where the receiver needs them:
+//                             every page to the last rank, the window before its next chunk to
+//                             any other).
 //
 // Between its chunks a rank adopts the positions the others computed (Model::AdoptPositions).
 // Chunk c's block L starts once chunk c-1's block L is done: with one chunk per rank, N chunks

@@ -14,6 +14,9 @@
 namespace deepinfer::engine {
 namespace {
 
+// The fingerprint of the decoding rank's hand-off to its own engine (both ends are it).
+constexpr char kLocalFingerprint[] = "context-parallel";
+
 // The group's ranks renumbered so that `decoder` is the last (PrefillContextParallel ends the
 // prompt on the last rank); counts the bytes this rank sends.
 class DecoderLastExchange : public model::ContextExchange {
@@ -43,8 +46,7 @@ class DecoderLastExchange : public model::ContextExchange {
 // The decoding rank's cached complete pages of `head` (the prompt's first len - 1 tokens), as
 // one message: their bytes back to back.
 StatusOr<std::string> CachedPrefix(const Engine& engine, std::span<const int32_t> head) {
-  static const std::string kLocal = "context-parallel";
-  DI_ASSIGN_OR_RETURN(PageBundle cached, engine.ExportPromptPages(head, kLocal));
+  DI_ASSIGN_OR_RETURN(PageBundle cached, engine.ExportPromptPages(head, kLocalFingerprint));
   std::string bytes;
   for (const PageBlock& b : cached.blocks) bytes += b.bytes;
   return bytes;
@@ -83,9 +85,8 @@ StatusOr<ImportResult> ImportSequence(const DeepSeekRunner& runner, Engine& engi
                                       std::optional<int32_t> prompt_logprobs_k,
                                       std::vector<SampleResult> prompt_logprobs,
                                       std::shared_ptr<const SequenceTail>* imported) {
-  static const std::string kLocal = "context-parallel";
   PageBundle bundle;
-  bundle.fingerprint = kLocal;
+  bundle.fingerprint = kLocalFingerprint;
   bundle.page_tokens = runner.page_tokens();
   bundle.page_bytes = runner.page_bytes();
   const auto page_bytes = static_cast<size_t>(bundle.page_bytes);
@@ -113,7 +114,7 @@ StatusOr<ImportResult> ImportSequence(const DeepSeekRunner& runner, Engine& engi
   tail->prompt_logprobs = std::move(prompt_logprobs);
   *imported = tail;
   bundle.tail = std::move(tail);
-  return engine.ImportPages(bundle, kLocal);
+  return engine.ImportPages(bundle, kLocalFingerprint);
 }
 
 }  // namespace
@@ -132,21 +133,15 @@ Status CheckContextParallel(const DeepSeekRunner& runner, const Engine& engine) 
   return Status::Ok();
 }
 
-Status CheckContextParallelPrompt(const DeepSeekRunner& runner, std::span<const int32_t> prompt) {
+Status CheckContextParallelPrompt(const Engine& engine, std::span<const int32_t> prompt) {
   if (prompt.size() < 2) {
     return InvalidArgument("context parallelism needs a prompt of at least 2 tokens");
   }
-  if (static_cast<int64_t>(prompt.size()) > runner.max_positions()) {
+  if (static_cast<int64_t>(prompt.size()) >= engine.runner().max_positions()) {
     return InvalidArgument("a prompt of " + std::to_string(prompt.size()) +
-                           " tokens is longer than the context");
+                           " tokens leaves no room in the context");
   }
-  for (const int32_t id : prompt) {
-    if (id < 0 || id >= runner.vocab_size()) {
-      return InvalidArgument("prompt token id " + std::to_string(id) +
-                             " is outside the vocabulary");
-    }
-  }
-  return Status::Ok();
+  return engine.CheckPromptTokens(prompt);
 }
 
 StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& runner, Engine& engine,
@@ -155,7 +150,7 @@ StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& run
                                                        int decoder, model::ContextExchange& ex,
                                                        const ContextParallelOptions& options) {
   DI_RETURN_IF_ERROR(CheckContextParallel(runner, engine));
-  DI_RETURN_IF_ERROR(CheckContextParallelPrompt(runner, prompt));
+  DI_RETURN_IF_ERROR(CheckContextParallelPrompt(engine, prompt));
   if (decoder < 0 || decoder >= ex.size() || options.chunks_per_rank < 1) {
     return InvalidArgument("context parallel: decoding rank " + std::to_string(decoder) + " of " +
                            std::to_string(ex.size()) + ", " +

@@ -61,10 +61,10 @@ struct ContextParallelReport {
 
 // Whether `runner` and `engine` can take part (see the contract).
 Status CheckContextParallel(const DeepSeekRunner& runner, const Engine& engine);
-// Whether `prompt` can be prefilled over the ranks: at least 2 tokens, every id in the
-// vocabulary, no longer than the context (the checks Engine::Add makes of a prompt; a prompt
-// that fails them is left to its request, which Add refuses).
-Status CheckContextParallelPrompt(const DeepSeekRunner& runner, std::span<const int32_t> prompt);
+// Whether `prompt` can be prefilled over the ranks: at least 2 tokens, and Engine::Add's checks
+// of a prompt (its tokens: Engine::CheckPromptTokens; shorter than the context). A prompt that
+// fails them is left to its request, which Add refuses.
+Status CheckContextParallelPrompt(const Engine& engine, std::span<const int32_t> prompt);
 
 // `ex` names ranks as the group sees them; `decoder` is the one that decodes.
 StatusOr<ContextParallelReport> ContextParallelPrefill(const DeepSeekRunner& runner, Engine& engine,

@@ -61,16 +61,22 @@ Engine::Engine(ModelRunner* runner, EngineOptions options, int64_t n_pages, Thre
   }
 }
 
-StatusOr<uint64_t> Engine::Add(Request request) {
+Status Engine::CheckPromptTokens(std::span<const int32_t> prompt) const {
   const int64_t vocab = runner_->vocab_size();
-  const int64_t len = static_cast<int64_t>(request.prompt.size());
-  if (len == 0) return InvalidArgument("the prompt is empty");
-  for (int32_t t : request.prompt) {
+  if (prompt.empty()) return InvalidArgument("the prompt is empty");
+  for (int32_t t : prompt) {
     if (t < 0 || t >= vocab) {
       return InvalidArgument("prompt token id " + std::to_string(t) + " is outside [0, " +
                              std::to_string(vocab) + ")");
     }
   }
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> Engine::Add(Request request) {
+  const int64_t vocab = runner_->vocab_size();
+  const int64_t len = static_cast<int64_t>(request.prompt.size());
+  DI_RETURN_IF_ERROR(CheckPromptTokens(request.prompt));
   DI_RETURN_IF_ERROR(request.params.Validate(vocab));
   const int64_t limit = runner_->max_positions();
   const int64_t want = len + request.params.max_tokens.value_or(1);

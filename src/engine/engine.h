@@ -97,6 +97,8 @@ class Engine {
   // outside the vocabulary, prompt + max_tokens beyond the context, a prompt larger than the
   // page pool, invalid sampling parameters.
   StatusOr<uint64_t> Add(Request request);
+  // Add's checks of a prompt's tokens: not empty, every id in the vocabulary.
+  Status CheckPromptTokens(std::span<const int32_t> prompt) const;
   // Runs one step. Returns an error only for engine-level failures; a failing forward call
   // finishes its requests with FinishReason::kError and the engine goes on.
   Status Step();

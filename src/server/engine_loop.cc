@@ -126,31 +126,27 @@ void EngineLoop::Refuse(Item* item) {
 void EngineLoop::AddInbox(std::deque<Item>* items) {
   for (Item& item : *items) {
     const int rank = options_.hub && item.remote ? options_.hub->Place(item.request) : 0;
-    const bool split = options_.hub && options_.hub->Splits(item.request);
-    if (split && rank == 0) {
-      // Added after the exchange that runs the prefill over the ranks.
-      auto held = std::make_shared<Item>(std::move(item));
-      ContextJob job{.prompt = held->request.prompt,
-                     .decoder = 0,
-                     .prompt_logprobs = held->request.params.prompt_logprobs};
-      options_.hub->SplitPrompt(std::move(job), [this, held] {
-        if (stopped_) {
-          Refuse(held.get());
-        } else {
-          AddLocal(held.get());
-        }
-      });
-      continue;
+    if (options_.hub && options_.hub->Splits(item.request)) {
+      ContextJob job{.prompt = item.request.prompt,
+                     .decoder = rank,
+                     .prompt_logprobs = item.request.params.prompt_logprobs};
+      if (rank == 0) {
+        // Added after the exchange that runs the prefill over the ranks.
+        auto held = std::make_shared<Item>(std::move(item));
+        options_.hub->SplitPrompt(std::move(job), [this, held] {
+          if (stopped_) {
+            Refuse(held.get());
+          } else {
+            AddLocal(held.get());
+          }
+        });
+        continue;
+      }
+      options_.hub->SplitPrompt(std::move(job), nullptr);
     }
     if (rank == 0) {
       AddLocal(&item);
       continue;
-    }
-    if (split) {
-      options_.hub->SplitPrompt({.prompt = item.request.prompt,
-                                 .decoder = rank,
-                                 .prompt_logprobs = item.request.params.prompt_logprobs},
-                                nullptr);
     }
     // Refused there: the pending count drops here, as for a local refusal.
     auto on_verdict = [this, user = std::move(item.on_verdict)](const Status& verdict) {

@@ -10,7 +10,7 @@ namespace deepinfer::tools {
 
 bool ContextParallelSetup::Splits(const LoadedEngine& e, std::span<const int32_t> prompt) const {
   return (every_prompt || static_cast<int64_t>(prompt.size()) >= min_tokens) &&
-         engine::CheckContextParallelPrompt(*e.runner, prompt).ok();
+         engine::CheckContextParallelPrompt(*e.engine, prompt).ok();
 }
 
 void ContextParallelSetup::Prefill(LoadedEngine& e, std::span<const int32_t> prompt,

@@ -14,6 +14,22 @@ export function requireSdk(name) {
   return createRequire(path.join(dir, 'node_modules', 'noop.js'))(name);
 }
 
+// The fetch to give an SDK client whose requests a test aborts (`{fetch: abortableFetch}`):
+// undici from npm. Node 18's bundled fetch links a caller's AbortSignal to the request only
+// through a weak reference, so after a garbage collection abort() neither rejects the call nor
+// closes the connection (the server then never sees the client go away).
+export const abortableFetch = requireSdk('undici').fetch;
+
+// Runs the garbage collector (node --expose-gc) a few times, yielding between runs, so that an
+// abort that depends on something only weakly held fails every time instead of under load.
+export async function collectGarbage() {
+  if (typeof globalThis.gc !== 'function') throw new Error('run node with --expose-gc');
+  for (let i = 0; i < 3; i++) {
+    globalThis.gc();
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 export async function startServer(extraArgs = [], extraEnv = {}) {
   const bin = process.env.DEEPINFER_BIN;
   const model = process.env.DEEPINFER_TEST_MODEL;

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {MODEL_NAME, metric, postJson, requireSdk, sleep, startServer} from './harness.mjs';
+import {MODEL_NAME, abortableFetch, collectGarbage, metric, postJson, requireSdk, sleep, startServer}
+    from './harness.mjs';
 
 const OpenAI = requireSdk('openai');
 const anthropicSdk = requireSdk('@anthropic-ai/sdk');
@@ -34,7 +35,8 @@ test('an API key guards every route but /health', async () => {
 test('a full queue answers 429 with Retry-After; a disconnect cancels and frees pages', async () => {
   const server = await startServer(['--max-pending', '1']);
   try {
-    const client = new OpenAI({baseURL: server.url + '/v1', apiKey: 'x', maxRetries: 0});
+    const client = new OpenAI({baseURL: server.url + '/v1', apiKey: 'x', maxRetries: 0,
+                               fetch: abortableFetch});
     const abort = new AbortController();
     const long = await client.chat.completions.create(
         {model: MODEL_NAME, messages: hello, max_tokens: 4000, stream: true, ignore_eos: true},
@@ -49,6 +51,7 @@ test('a full queue answers 429 with Retry-After; a disconnect cancels and frees 
     await assert.rejects(client.chat.completions.create({model: MODEL_NAME, messages: hello, max_tokens: 2}),
                          OpenAI.RateLimitError);
     assert.ok((await metric(server.url, 'deepinfer_kv_pages_used')) > 0);
+    await collectGarbage();  // the abort must not depend on what a collection may free
     abort.abort();  // the client goes away mid-stream
     let pending = 1, used = 1;
     for (let i = 0; i < 200 && (pending > 0 || used > 0); i++) {
@@ -68,7 +71,8 @@ test('a full queue answers 429 with Retry-After; a disconnect cancels and frees 
 test('a non-streaming client that disconnects cancels its request and frees its pages', async () => {
   const server = await startServer();
   try {
-    const client = new OpenAI({baseURL: server.url + '/v1', apiKey: 'x', maxRetries: 0});
+    const client = new OpenAI({baseURL: server.url + '/v1', apiKey: 'x', maxRetries: 0,
+                               fetch: abortableFetch});
     const abort = new AbortController();
     const long = client.chat.completions.create(
         {model: MODEL_NAME, messages: hello, max_tokens: 6000, ignore_eos: true}, {signal: abort.signal});
@@ -79,6 +83,7 @@ test('a non-streaming client that disconnects cancels its request and frees its 
       used = await metric(server.url, 'deepinfer_kv_pages_used');
     }
     assert.ok(used > 0, 'the request is running');
+    await collectGarbage();
     abort.abort();  // the client goes away while waiting for the whole answer
     await assert.rejects(long);
     let pending = 1, cancelled = 0;

@@ -2,7 +2,8 @@
 # random-weight model (scripts/default-model.sh --random: fixed seed, the real DeepSeek tokenizer) in the
 # build tree once; each node script starts `deepinfer serve` on a random loopback port itself
 # (tests/server/harness.mjs) and drives it with the real `openai` / `@anthropic-ai/sdk` clients
-# from .deps/npm. Without node the tests fail rather than skip: CI must run them.
+# from .deps/npm (--expose-gc: operations.test.mjs collects garbage before it aborts a request,
+# see harness.mjs abortableFetch). Without node the tests fail rather than skip: CI must run them.
 set(DEEPINFER_TEST_MODEL_DIR ${CMAKE_BINARY_DIR}/default-model)
 add_test(NAME server.default_model
          COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/default-model.sh --random $<TARGET_FILE:deepinfer>
@@ -12,7 +13,7 @@ set_tests_properties(server.default_model PROPERTIES LABELS server FIXTURES_SETU
 foreach(name openai_api anthropic_api operations load determinism)
   if(DEEPINFER_NODE)
     add_test(NAME server.${name}
-             COMMAND ${DEEPINFER_NODE} --test-reporter=spec
+             COMMAND ${DEEPINFER_NODE} --expose-gc --test-reporter=spec
                      ${PROJECT_SOURCE_DIR}/tests/server/${name}.test.mjs)
   else()
     add_test(NAME server.${name} COMMAND ${CMAKE_COMMAND} -E false)

@@ -76,9 +76,9 @@ StatusOr<std::shared_ptr<const structured::CompiledGrammar>> StructuredOutputs::
       return InvalidArgument("response_format.json_schema.schema must be an object");
     }
     if (js.contains("schema_text") && js["schema_text"].is_string()) {
-      return compiler_->CompileJsonSchema(js["schema_text"].get<std::string>());
+      return compiler_->CompileJsonSchema(js["schema_text"].get<std::string>(), schema_options_);
     }
-    return compiler_->CompileJsonSchema(js["schema"].dump());
+    return compiler_->CompileJsonSchema(js["schema"].dump(), schema_options_);
   }
   return InvalidArgument("response_format.type must be text, json_object or json_schema, got \"" +
                          type + "\"");

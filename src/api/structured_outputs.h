@@ -37,6 +37,10 @@ class StructuredOutputs {
   StatusOr<std::shared_ptr<const structured::CompiledGrammar>> FromRequest(
       const nlohmann::json& body);
   structured::GrammarCompiler& compiler() { return *compiler_; }
+  // JSON Schema compilation (structured::JsonSchemaOptions::strict; default on); off: the
+  // specification's reading (extra keys where additionalProperties is absent, ...).
+  void set_json_schema_strict(bool strict) { schema_options_.strict = strict; }
+  const structured::JsonSchemaOptions& schema_options() const { return schema_options_; }
   // The tokenizer's </think> token, where a constraint starts in thinking mode (absent when the
   // tokenizer has none, as the bundled DeepSeek-V3 one).
   std::optional<int32_t> think_end_id() const { return think_end_id_; }
@@ -46,6 +50,7 @@ class StructuredOutputs {
       const nlohmann::json& spec);
   std::unique_ptr<structured::GrammarCompiler> compiler_;
   std::optional<int32_t> think_end_id_;
+  structured::JsonSchemaOptions schema_options_;
 };
 
 // Sets request->grammar from `constraint` (the structured-output fields; null or {} = none), and

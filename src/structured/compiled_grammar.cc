@@ -262,9 +262,10 @@ StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::CompileRegex(
 }
 
 StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::CompileJsonSchema(
-    std::string_view schema) {
+    std::string_view schema, const JsonSchemaOptions& options) {
   std::string src(schema);
-  return Cached("schema\n" + src, "root", [&] { return JsonSchemaToEbnf(src); });
+  return Cached((options.strict ? "schema\n" : "schema-not-strict\n") + src, "root",
+                [&] { return JsonSchemaToEbnf(src, options); });
 }
 
 StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::CompileJsonObject() {

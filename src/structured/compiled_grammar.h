@@ -44,6 +44,7 @@
 
 #include "core/status.h"
 #include "structured/grammar.h"
+#include "structured/json_schema_converter.h"
 #include "structured/state_space.h"
 #include "structured/vocabulary.h"
 
@@ -117,7 +118,8 @@ class GrammarCompiler {
   StatusOr<std::shared_ptr<const CompiledGrammar>> CompileEbnf(std::string_view text,
                                                                const std::string& root = "root");
   StatusOr<std::shared_ptr<const CompiledGrammar>> CompileRegex(std::string_view pattern);
-  StatusOr<std::shared_ptr<const CompiledGrammar>> CompileJsonSchema(std::string_view schema);
+  StatusOr<std::shared_ptr<const CompiledGrammar>> CompileJsonSchema(
+      std::string_view schema, const JsonSchemaOptions& options = {});
   // Any JSON object (OpenAI's response_format {"type": "json_object"}).
   StatusOr<std::shared_ptr<const CompiledGrammar>> CompileJsonObject();
 

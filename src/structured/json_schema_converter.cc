@@ -92,6 +92,10 @@ class Converter {
   // The largest minProperties / maxProperties of an object with any keys (a bounded repetition
   // of pairs).
   static constexpr int64_t kMaxCountedPairs = 10000;
+  // Up to this many keys a const / enum object's keys may come in any order (2^n rules).
+  static constexpr size_t kMaxAnyOrderKeys = 8;
+  // Up to this many properties an object's keys come in any order when not strict (2^n rules).
+  static constexpr size_t kMaxAnyOrderProperties = 6;
 
   std::string NewRule(const std::string& hint) {
     std::string clean;
@@ -171,8 +175,8 @@ class Converter {
       DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, f));
       flat.push_back(std::move(merged));
     }
-    return CheckOneOfExclusive(flat,
-                               [this, depth](const Json& x) { return Flatten(x, depth + 1); });
+    return CheckOneOfExclusive(
+        flat, [this, depth](const Json& x) { return Flatten(x, depth + 1); }, options_.strict);
   }
 
   // Returns an EBNF expression (usually a rule name) for schema `s`.
@@ -257,7 +261,7 @@ class Converter {
       DI_RETURN_IF_ERROR(ResolveUnevaluated(&resolved));
       return Visit(resolved, hint, depth + 1);
     }
-    if (s.contains("const")) return Define(hint, Literal(s["const"]));
+    if (s.contains("const")) return Define(hint, ValueSpellings(s["const"], hint + "_c"));
     std::vector<std::string> types;
     if (s.contains("type")) {
       DI_ASSIGN_OR_RETURN(types, TypeNames(s["type"]));
@@ -641,9 +645,12 @@ class Converter {
     for (const Json& v : s["enum"]) {
       const std::string vt = JsonTypeOf(v);
       bool ok = types.empty();
-      for (const std::string& t : types) ok |= t == vt || (t == "number" && vt == "integer");
+      for (const std::string& t : types) {
+        ok |=
+            t == vt || (t == "number" && vt == "integer") || (t == "integer" && IntegralNumber(v));
+      }
       if (!ok) continue;
-      body += (body.empty() ? "" : " | ") + Literal(v);
+      body += (body.empty() ? "" : " | ") + ValueSpellings(v, hint + "_e");
     }
     if (body.empty()) return InvalidArgument("no 'enum' value has the schema's type");
     return Define(hint, body);
@@ -662,9 +669,14 @@ class Converter {
           return InvalidArgument(
               "JSON Schema keyword 'multipleOf' is not supported together with minimum/maximum");
         }
-        return MultipleOf(s["multipleOf"], type == "integer");
+        if (type != "integer") return MultipleOf(s["multipleOf"], false);
+        DI_ASSIGN_OR_RETURN(std::string multiples, MultipleOf(s["multipleOf"], true));
+        return WithZeroFraction(multiples);
       }
-      if (type == "integer") return IntegerRangeEbnf(b);
+      if (type == "integer") {
+        DI_ASSIGN_OR_RETURN(std::string integers, IntegerRangeEbnf(b));
+        return WithZeroFraction(integers);
+      }
       if (!bounded) return std::string("json_number");
       return NumberRangeEbnf(b);
     }
@@ -864,25 +876,28 @@ class Converter {
     // follows additionalProperties (any value when absent; none when false). In the order of
     // `required`.
     const Json extra_schema = s.value("additionalProperties", Json(true));
+    // Keys beyond the listed ones: where additionalProperties allows them, or where it is absent
+    // and the options are not strict (JsonSchemaOptions::strict).
+    const bool extras_allowed =
+        extra_schema != Json(false) && (s.contains("additionalProperties") || !options_.strict);
     std::vector<std::string> req_order;
     for (const Json& r : s.value("required", Json::array())) {
       if (std::find(req_order.begin(), req_order.end(), r.get<std::string>()) == req_order.end()) {
         req_order.push_back(r.get<std::string>());
       }
     }
-    if (s.contains("propertyNames") && s.contains("additionalProperties") &&
-        extra_schema != Json(false) && s["propertyNames"] != Json(true) &&
+    if (s.contains("propertyNames") && extras_allowed && s["propertyNames"] != Json(true) &&
         s["propertyNames"] != Json::object()) {
       return InvalidArgument(
-          "JSON Schema keyword 'propertyNames' is supported without additionalProperties or "
-          "with additionalProperties false only (extra keys are not checked against it)");
+          "JSON Schema keyword 'propertyNames' is supported where no extra keys are generated "
+          "only (additionalProperties false, or absent in strict mode): extra keys are not "
+          "checked against it");
     }
-    if (s.contains("patternProperties") && s.contains("additionalProperties") &&
-        extra_schema != Json(false) && !s["patternProperties"].empty()) {
+    if (s.contains("patternProperties") && extras_allowed && !s["patternProperties"].empty()) {
       return InvalidArgument(
-          "JSON Schema keyword 'patternProperties' is supported without additionalProperties or "
-          "with additionalProperties false only (an extra key matching a pattern would need the "
-          "pattern's schema instead)");
+          "JSON Schema keyword 'patternProperties' is supported where no extra keys are generated "
+          "only (additionalProperties false, or absent in strict mode): an extra key matching a "
+          "pattern would need the pattern's schema instead");
     }
     for (const std::string& r : req_order) {
       if (std::find(names.begin(), names.end(), r) != names.end()) continue;
@@ -908,18 +923,47 @@ class Converter {
       required.push_back(true);
     }
     DI_ASSIGN_OR_RETURN(const auto deps, Dependencies(s));
+    if (extras_allowed) {
+      // A name a dependency mentions that is not listed may still appear (as an extra key):
+      // an optional property after the listed ones, so that the dependency can be checked.
+      // The names needed come before the names that need them.
+      std::vector<std::string> mentioned;
+      for (const auto& [trigger, needed] : deps) {
+        mentioned.insert(mentioned.end(), needed.begin(), needed.end());
+      }
+      for (const auto& [trigger, needed] : deps) mentioned.push_back(trigger);
+      for (const std::string& name : mentioned) {
+        if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+        DI_ASSIGN_OR_RETURN(Json by_pattern, WithPatterns(s, name, Json()));
+        if (Never(by_pattern)) continue;
+        const Json& value_schema = by_pattern.is_null() ? extra_schema : by_pattern;
+        std::string value_hint = hint;
+        value_hint += "_";
+        value_hint += name;
+        DI_ASSIGN_OR_RETURN(std::string v, Visit(value_schema, value_hint, depth + 1));
+        names.push_back(name);
+        props.emplace_back(Literal(Json(name)), v);
+        prop_names.push_back(name);
+        required.push_back(false);
+      }
+    }
     std::string extra;  // one additional "key": value pair, or empty
-    if (s.contains("additionalProperties") && extra_schema != Json(false)) {
+    if (extras_allowed) {
       DI_ASSIGN_OR_RETURN(std::string v, Visit(extra_schema, hint + "_extra", depth + 1));
       std::vector<std::string> taken = names;  // a dependency's trigger is never an extra key
       for (const auto& [trigger, needed] : deps) taken.push_back(trigger);
       extra = Define(hint + "_extra_pair", KeyNotIn(taken, hint) + " colon " + v);
+    } else if (!s.contains("minProperties") && !s.contains("maxProperties")) {
+      DI_ASSIGN_OR_RETURN(extra, PatternPair(s, names, deps, hint, depth));
     }
     // after[i]: properties i.. when something was already written (each starts with a comma);
     // first[i]: the same when nothing was written yet.
     const size_t n = props.size();
     if (s.contains("minProperties") || s.contains("maxProperties") || !deps.empty()) {
       return CountedObject(s, props, prop_names, required, extra, deps, hint);
+    }
+    if (!options_.strict && n >= 2 && n <= kMaxAnyOrderProperties) {
+      return AnyOrderObject(props, required, extra, hint);
     }
     std::vector<std::string> after(n + 1), first(n + 1);
     after[n] = extra.empty() ? "\"\"" : "(comma " + extra + ")*";
@@ -933,6 +977,75 @@ class Converter {
       first[i] = Define(hint + "_f" + std::to_string(i), f);
     }
     return "\"{\" " + first[0] + " \"}\"";
+  }
+
+  // Not strict: the properties in any order, each at most once, the required ones all, extra
+  // pairs (when `extra` is not empty) anywhere between them. One rule per set of properties
+  // written (`mask`; and one for nothing written yet).
+  std::string AnyOrderObject(const std::vector<std::pair<std::string, std::string>>& props,
+                             const std::vector<bool>& required, const std::string& extra,
+                             const std::string& hint) {
+    const size_t n = props.size();
+    std::vector<std::string> pair(n);
+    uint32_t needed = 0;
+    for (size_t i = 0; i < n; ++i) {
+      pair[i] =
+          Define(hint + "_pair" + std::to_string(i), props[i].first + " colon " + props[i].second);
+      if (required[i]) needed |= uint32_t{1} << i;
+    }
+    const uint32_t full = (uint32_t{1} << n) - 1;
+    // rest[mask]: what may follow once the properties in mask (and maybe extras) are written;
+    // names are reserved first, since a rule refers to the rules of larger masks and itself.
+    std::vector<std::string> rest(full + 1);
+    for (uint32_t mask = 0; mask <= full; ++mask) {
+      rest[mask] = NewRule(hint + "_any" + std::to_string(mask));
+    }
+    const auto body = [&](uint32_t mask, const std::string& sep) {
+      std::string out;
+      const auto add = [&](const std::string& alt) { out += (out.empty() ? "" : " | ") + alt; };
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t bit = uint32_t{1} << i;
+        if ((mask & bit) == 0) add(sep + pair[i] + " " + rest[mask | bit]);
+      }
+      if (!extra.empty()) add(sep + extra + " " + rest[mask]);
+      if ((mask & needed) == needed) add("\"\"");
+      return out;
+    };
+    for (uint32_t mask = 0; mask <= full; ++mask)
+      rules_.emplace_back(rest[mask], body(mask, "comma "));
+    return "\"{\" " + Define(hint + "_any_first", body(0, "")) + " \"}\"";
+  }
+
+  // Where no other extra keys are generated: the pairs whose key matches the one pattern of
+  // patternProperties, its schema their value. Exact when no listed or dependency name matches
+  // the pattern (such a key would need both schemas) and no propertyNames applies; empty
+  // otherwise (keys matching a pattern are then not generated), with several patterns (a key
+  // matching two needs both schemas), and when the regex compiler refuses the pattern.
+  StatusOr<std::string> PatternPair(const Json& s, const std::vector<std::string>& names,
+                                    const std::map<std::string, std::vector<std::string>>& deps,
+                                    const std::string& hint, int depth) {
+    if (!s.contains("patternProperties") || s.contains("propertyNames")) return std::string();
+    const Json& patterns = s["patternProperties"];
+    if (!patterns.is_object() || patterns.size() != 1 || Never(patterns.begin().value())) {
+      return std::string();
+    }
+    const std::string& pattern = patterns.begin().key();
+    std::vector<std::string> known = names;
+    for (const auto& [trigger, needed] : deps) {
+      known.push_back(trigger);
+      known.insert(known.end(), needed.begin(), needed.end());
+    }
+    for (const std::string& name : known) {
+      DI_ASSIGN_OR_RETURN(const bool found, PatternFinds(pattern, name));
+      if (found) return std::string();
+    }
+    // A pattern the regex compiler refuses only means such keys are not generated.
+    StatusOr<std::string> key =
+        Visit(Json{{"type", "string"}, {"pattern", pattern}}, hint + "_pattern_key", depth + 1);
+    if (!key.ok()) return std::string();
+    DI_ASSIGN_OR_RETURN(std::string v,
+                        Visit(patterns.begin().value(), hint + "_pattern_value", depth + 1));
+    return Define(hint + "_pattern_pair", *key + " colon " + v);
   }
 
   // The schema the value of property `name` must meet: `own` (null: none) and the schema of every
@@ -1296,7 +1409,7 @@ class Converter {
                              std::to_string(kMaxUniqueStates) + " grammar states");
     }
     std::vector<std::string> literals;
-    for (const Json& v : *values) literals.push_back(Literal(v));
+    for (const Json& v : *values) literals.push_back(ValueSpellings(v, hint + "_u"));
     std::map<uint64_t, std::string> rules;  // mask -> rule
     // Written values are a bitmask over at most 64 values.
     std::function<std::string(uint64_t, int64_t)> rest = [&](uint64_t mask, int64_t written) {
@@ -1391,6 +1504,75 @@ class Converter {
     return EbnfQuote(v.dump(-1, ' ', /*ensure_ascii=*/!options_.string_excluded.empty()));
   }
 
+  // The texts of the values equal to `v` (const, enum, a finite uniqueItems domain). Strict: its
+  // own text (one spelling, what typed consumers parse). Not strict, as JSON Schema compares
+  // values: a number in any spelling without an exponent that has its value (1, 1.0 and 1.00
+  // for 1 or 1.0; 1.5 and 1.50 for 1.5), an object's keys in any order (up to kMaxAnyOrderKeys
+  // keys, one rule per set of keys written; a larger object keeps its written order), arrays and
+  // objects element by element; strings, booleans and null as written.
+  std::string ValueSpellings(const Json& v, const std::string& hint) {
+    if (options_.strict) return Literal(v);
+    if (v.is_number()) return NumberSpellings(v);
+    if (v.is_array()) {
+      if (v.empty()) return "\"[\" \"]\"";
+      std::string body = "\"[\"";
+      for (size_t i = 0; i < v.size(); ++i) {
+        body += (i == 0 ? " " : " comma ") + ValueSpellings(v[i], hint + "_" + std::to_string(i));
+      }
+      return Define(hint, body + " \"]\"");
+    }
+    if (!v.is_object()) return Literal(v);
+    if (v.empty()) return "\"{\" \"}\"";
+    std::vector<std::string> pairs;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      pairs.push_back(Literal(Json(it.key())) + " colon " +
+                      ValueSpellings(it.value(), hint + "_" + std::to_string(pairs.size())));
+    }
+    const size_t n = pairs.size();
+    if (n > kMaxAnyOrderKeys) {
+      std::string body = "\"{\"";
+      for (size_t i = 0; i < n; ++i) body += (i == 0 ? " " : " comma ") + pairs[i];
+      return Define(hint, body + " \"}\"");
+    }
+    // rest[mask]: the pairs not in mask, in any order, then "}" (mask: the keys written).
+    const uint32_t full = (uint32_t{1} << n) - 1;
+    std::vector<std::string> rest(full + 1);
+    rest[full] = "\"}\"";
+    for (uint32_t mask = full; mask-- > 0;) {
+      std::string body;
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t bit = uint32_t{1} << i;
+        if ((mask & bit) != 0) continue;
+        body += (body.empty() ? "" : " | ") + std::string(mask == 0 ? "" : "comma ") + pairs[i] +
+                " " + rest[mask | bit];
+      }
+      rest[mask] = Define(hint + "_k" + std::to_string(mask), body);
+    }
+    return "\"{\" " + rest[0];
+  }
+
+  // Not strict: integers written as JSON Schema counts them, a fraction of zeros (1.0) too.
+  // Strict: without a fraction (Go's and serde's integer fields refuse 1.0).
+  std::string WithZeroFraction(const std::string& integers) const {
+    if (options_.strict) return integers;
+    return "(" + integers + ") (\".\" \"0\"+)?";
+  }
+
+  // A number's spellings without an exponent: an integral value up to 2^53 as its integer digits
+  // with an optional fraction of zeros; any other value as written, with trailing zeros after a
+  // fraction (a value written with an exponent: as written only).
+  static std::string NumberSpellings(const Json& v) {
+    const double d = v.get<double>();
+    if (v.is_number_integer() || (std::fabs(d) <= 9007199254740992.0 && d == std::trunc(d))) {
+      const std::string digits =
+          v.is_number_integer() ? v.dump() : std::to_string(static_cast<int64_t>(d));
+      return "(" + EbnfQuote(digits) + " (\".\" \"0\"+)?)";
+    }
+    const std::string text = v.dump();
+    if (text.find_first_of("eE") != std::string::npos) return EbnfQuote(text);
+    return "(" + EbnfQuote(text) + " \"0\"*)";
+  }
+
   Json doc_;  // the schema document with every $ref absolute (schema_resources.h)
   SchemaResources resources_;
   const JsonSchemaOptions& options_;
@@ -1404,15 +1586,15 @@ class Converter {
 
 }  // namespace
 
-StatusOr<std::string> JsonSchemaToEbnf(std::string_view schema) {
+StatusOr<std::string> JsonSchemaToEbnf(std::string_view schema, const JsonSchemaOptions& options) {
   Json root;
   try {
     root = Json::parse(schema);
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("JSON Schema is not valid JSON: ") + e.what());
   }
-  DI_ASSIGN_OR_RETURN(SchemaRules r, JsonSchemaRules(root, {Json::json_pointer()}, "", {}));
-  return "root ::= " + r.roots[0] + "\n" + r.rules + JsonBaseRules({});
+  DI_ASSIGN_OR_RETURN(SchemaRules r, JsonSchemaRules(root, {Json::json_pointer()}, "", options));
+  return "root ::= " + r.roots[0] + "\n" + r.rules + JsonBaseRules(options);
 }
 
 StatusOr<SchemaRules> JsonSchemaRules(const Json& document,

@@ -1,6 +1,7 @@
 #include "structured/json_schema_keywords.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace deepinfer::structured {
@@ -78,6 +79,12 @@ bool Trivial(const std::string& key, const Json& schema) {
     return v == Json(1) && schema.value("type", Json()) == Json("integer");
   }
   return false;
+}
+
+bool IntegralNumber(const Json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return true;
+  return v.is_number_float() && std::isfinite(v.get<double>()) &&
+         std::floor(v.get<double>()) == v.get<double>();
 }
 
 std::string JsonTypeOf(const Json& v) {
@@ -178,7 +185,9 @@ void MergeItems(const Json& a, const Json& b, Json* out) {
     (*out)["prefixItems"] = std::move(prefix);
   }
   const Json items = BothOf(a.value("items", Json(true)), b.value("items", Json(true)));
-  if (items != Json(true)) (*out)["items"] = items;
+  // A stated `items: true` stays: it evaluates every item past the prefix, which an
+  // unevaluatedItems beside the merged schema must see.
+  if (items != Json(true) || a.contains("items") || b.contains("items")) (*out)["items"] = items;
 }
 
 }  // namespace

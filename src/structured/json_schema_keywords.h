@@ -30,6 +30,9 @@ bool IsAnnotation(const std::string& key);
 bool Trivial(const std::string& key, const Json& schema);
 // "null", "boolean", "integer", "number", "string", "array" or "object".
 std::string JsonTypeOf(const Json& v);
+
+// Whether `v` is a number JSON Schema counts as an integer (1 and 1.0 are; 1.5 is not).
+bool IntegralNumber(const Json& v);
 // The names a `type` value gives (one name, or an array of names); InvalidArgument otherwise.
 StatusOr<std::vector<std::string>> TypeNames(const Json& type);
 // The types two `type` values (a name or an array of names) share (integer where one says

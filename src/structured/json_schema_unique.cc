@@ -9,12 +9,6 @@
 namespace deepinfer::structured {
 namespace {
 
-bool IntegralNumber(const Json& v) {
-  if (v.is_number_integer() || v.is_number_unsigned()) return true;
-  return v.is_number_float() && std::isfinite(v.get<double>()) &&
-         std::floor(v.get<double>()) == v.get<double>();
-}
-
 // Whether `v` is of one of `types` (JSON Schema's: an integral number is an integer too).
 bool OfSchemaType(const Json& v, const std::vector<std::string>& types) {
   if (types.empty()) return true;

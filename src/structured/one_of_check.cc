@@ -67,7 +67,7 @@ std::optional<std::vector<Json>> FiniteValues(const Json& s) {
 
 class Checker {
  public:
-  explicit Checker(const SchemaFlattener& flatten) : flatten_(flatten) {}
+  Checker(const SchemaFlattener& flatten, bool strict) : flatten_(flatten), strict_(strict) {}
 
   // Whether no value generated from `gen` validates against `acc` (both flattened).
   StatusOr<bool> Disjoint(const Json& gen, const Json& acc, int depth) {
@@ -160,8 +160,11 @@ class Checker {
   // forbids). A listed name is never written as an additional property, so its values come
   // from its own schema only.
   StatusOr<bool> ObjectsDisjoint(const Json& gen, const Json& acc, int depth) {
+    // Extra pairs: where additionalProperties allows them (absent: unless strict), and keys
+    // matching a patternProperties pattern.
     const bool gen_extras =
-        gen.contains("additionalProperties") && gen["additionalProperties"] != Json(false);
+        gen.value("additionalProperties", Json(!strict_)) != Json(false) ||
+        (gen.contains("patternProperties") && !gen["patternProperties"].empty());
     const bool acc_closed = acc.value("additionalProperties", Json(true)) == Json(false);
     std::vector<std::string> names = Required(gen);
     for (const std::string& n : Required(acc)) names.push_back(n);
@@ -183,12 +186,14 @@ class Checker {
   }
 
   const SchemaFlattener& flatten_;
+  bool strict_;
 };
 
 }  // namespace
 
-Status CheckOneOfExclusive(const std::vector<Json>& branches, const SchemaFlattener& flatten) {
-  Checker checker(flatten);
+Status CheckOneOfExclusive(const std::vector<Json>& branches, const SchemaFlattener& flatten,
+                           bool strict) {
+  Checker checker(flatten, strict);
   for (size_t i = 0; i < branches.size(); ++i) {
     for (size_t j = 0; j < branches.size(); ++j) {
       if (i == j) continue;

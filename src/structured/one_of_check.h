@@ -9,7 +9,8 @@
 //   - i generates only const/enum values, each of a type j rejects or outside j's const/enum;
 //   - both meet only in objects and i always writes a property p (required) whose generated
 //     values j's schema for p rejects (recursively: a const discriminator), or that j forbids
-//     (additionalProperties false), or j requires a property that i never writes.
+//     (additionalProperties false), or j requires a property that i never writes (i writes no
+//     extra pairs: additionalProperties false, or absent in strict mode, and no patternProperties).
 // Anything else (numeric ranges, string patterns, arrays, nested anyOf) counts as overlapping.
 #pragma once
 
@@ -25,7 +26,9 @@ namespace deepinfer::structured {
 using SchemaFlattener = std::function<StatusOr<Json>(const Json&)>;
 
 // `branches`: the oneOf branches as the converter generates them (siblings merged in), already
-// flattened. Ok when they exclude each other; InvalidArgument otherwise.
-Status CheckOneOfExclusive(const std::vector<Json>& branches, const SchemaFlattener& flatten);
+// flattened; `strict`: JsonSchemaOptions::strict (an absent additionalProperties then generates
+// no extra pairs). Ok when they exclude each other; InvalidArgument otherwise.
+Status CheckOneOfExclusive(const std::vector<Json>& branches, const SchemaFlattener& flatten,
+                           bool strict);
 
 }  // namespace deepinfer::structured

@@ -7,11 +7,13 @@
 //     -> {"accepted": [true, false, ...]}   or   {"error": "<why the constraint is refused>"}
 //
 // Each instance is written as the engine would generate it (a JSON value compactly, as
-// nlohmann::json::dump writes it, raw UTF-8; a string as it is), tokenized with DIR's tokenizer,
-// and walked token by token through a GrammarMatcher of the compiled constraint, the stop token
-// (EOS) last: accepted when every token and the stop token are allowed. So it checks exactly what
-// constrained decoding would let through, tokenization included.
+// nlohmann::json::dump writes it but a whole number without an exponent, raw UTF-8; a string as it
+// is), tokenized with DIR's tokenizer, and walked token by token through a GrammarMatcher of the
+// compiled constraint, the stop token (EOS) last: accepted when every token and the stop token are
+// allowed. So it checks exactly what constrained decoding would let through, tokenization included.
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "structured/grammar_matcher.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/cli.h"
+#include "tools/engine_setup.h"
 #include "tools/json_lines.h"
 #include "tools/tokenizer_filter.h"
 
@@ -40,6 +43,31 @@ StatusOr<bool> Accepts(const tokenizer::Tokenizer& tok,
   return m.CanEnd();
 }
 
+// `v` compactly as nlohmann::json::dump writes it, except that a whole number held as a double
+// (9007199254740992.0 in the input) is written 9007199254740992.0, as Python and JavaScript write
+// it, not 9.007199254740992e+15: the grammar's numbers have no exponent.
+std::string Compact(const Json& v) {
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::fabs(d) <= 9007199254740992.0 && d == std::trunc(d)) {
+      return std::to_string(static_cast<int64_t>(d)) + ".0";
+    }
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + Compact(v[i]);
+    return out + "]";
+  }
+  if (v.is_object()) {
+    std::string out = "{";
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      out += (out.size() > 1 ? "," : "") + Json(it.key()).dump() + ":" + Compact(it.value());
+    }
+    return out + "}";
+  }
+  return v.dump();
+}
+
 StatusOr<Json> Handle(const tokenizer::Tokenizer& tok, api::StructuredOutputs& outputs,
                       const Json& record) {
   structured::GrammarCompiler& compiler = outputs.compiler();
@@ -50,7 +78,8 @@ StatusOr<Json> Handle(const tokenizer::Tokenizer& tok, api::StructuredOutputs& o
   std::shared_ptr<const structured::CompiledGrammar> grammar;
   bool json_instances = false;
   if (const auto schema = record.find("schema"); schema != record.end()) {
-    DI_ASSIGN_OR_RETURN(grammar, compiler.CompileJsonSchema(schema->dump()));
+    DI_ASSIGN_OR_RETURN(grammar,
+                        compiler.CompileJsonSchema(schema->dump(), outputs.schema_options()));
     json_instances = true;
   } else if (const auto regex = record.find("regex"); regex != record.end() && regex->is_string()) {
     DI_ASSIGN_OR_RETURN(grammar, compiler.CompileRegex(regex->get_ref<const std::string&>()));
@@ -64,7 +93,7 @@ StatusOr<Json> Handle(const tokenizer::Tokenizer& tok, api::StructuredOutputs& o
   for (const Json& instance : *instances) {
     std::string text;
     if (json_instances) {
-      text = instance.dump();
+      text = Compact(instance);
     } else if (instance.is_string()) {
       text = instance.get<std::string>();
     } else {
@@ -79,16 +108,19 @@ StatusOr<Json> Handle(const tokenizer::Tokenizer& tok, api::StructuredOutputs& o
 }  // namespace
 
 void RegisterGrammarCheck(CLI::App& app, int* exit_code) {
-  RegisterTokenizerFilter(
+  auto strict = std::make_shared<std::string>("on");
+  CLI::App* cmd = RegisterTokenizerFilter(
       app, exit_code, "grammar-check",
       "Check instances against a JSON Schema, regex or EBNF grammar as constrained decoding would "
       "(JSON Lines)",
-      [](const tokenizer::Tokenizer& tok) -> StatusOr<JsonLineHandler> {
+      [strict](const tokenizer::Tokenizer& tok) -> StatusOr<JsonLineHandler> {
         DI_ASSIGN_OR_RETURN(std::shared_ptr<api::StructuredOutputs> outputs,
                             api::StructuredOutputs::Create(tok, tok.n_ids()));
+        outputs->set_json_schema_strict(*strict == "on");
         return JsonLineHandler(
             [&tok, outputs](const Json& record) { return Handle(tok, *outputs, record); });
       });
+  AddJsonSchemaStrictFlag(cmd, strict.get());
 }
 
 }  // namespace deepinfer::tools

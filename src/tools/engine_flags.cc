@@ -69,6 +69,17 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
                   "check every invariant of the page pool after every engine step (on/off; "
                   "slower; debug builds always do); a violation fails the step loudly")
       ->check(CLI::IsMember({"on", "off"}));
+  AddJsonSchemaStrictFlag(cmd, &f->json_schema_strict);
+}
+
+void AddJsonSchemaStrictFlag(CLI::App* cmd, std::string* value) {
+  cmd->add_option("--json-schema-strict", *value,
+                  "JSON Schema constraints: on = one shape typed consumers parse (no keys beyond "
+                  "the listed ones unless additionalProperties allows them, keys in schema order, "
+                  "integers without a fraction; as xgrammar's strict mode); off = every instance "
+                  "the specification accepts (extra keys where additionalProperties is absent, "
+                  "small objects in any key order, 1.0 for an integer)")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 std::string EngineFlags::Describe() const {
@@ -85,7 +96,8 @@ std::string EngineFlags::Describe() const {
          " eplb-redundant=" + std::to_string(eplb_redundant) +
          " context-parallel=" + context_parallel +
          " context-parallel-min-tokens=" + std::to_string(context_parallel_min_tokens) +
-         " context-parallel-chunks=" + std::to_string(context_parallel_chunks);
+         " context-parallel-chunks=" + std::to_string(context_parallel_chunks) +
+         " json-schema-strict=" + json_schema_strict;
 }
 
 }  // namespace deepinfer::tools

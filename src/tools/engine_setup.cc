@@ -122,6 +122,7 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
   if (e.tokenizer) {
     DI_ASSIGN_OR_RETURN(e.structured,
                         api::StructuredOutputs::Create(*e.tokenizer, e.model->config().vocab_size));
+    e.structured->set_json_schema_strict(flags.json_schema_strict == "on");
   }
   return e;
 }

@@ -55,6 +55,9 @@ struct EngineFlags {
   int64_t context_parallel_min_tokens = 4096;
   int context_parallel_chunks = 4;
   std::string check_integrity = "off";  // KvCacheManager / engine invariants after every step
+  // JSON Schema constraints: on (no keys beyond the listed ones unless additionalProperties
+  // allows them) or off (an absent additionalProperties allows any key, as the spec says).
+  std::string json_schema_strict = "on";
 
   // Every flag and its value, one string (ranks compare theirs at start).
   std::string Describe() const;
@@ -62,6 +65,8 @@ struct EngineFlags {
 
 // Adds the engine flags above to a command (engine_flags.cc).
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
+// --json-schema-strict on|off (serve, generate, grammar-check).
+void AddJsonSchemaStrictFlag(CLI::App* cmd, std::string* value);
 StatusOr<int64_t> ParseBytes(const std::string& text);
 // --decoder-replay: rows kept (0 = off) for a model whose window is `window`.
 StatusOr<int64_t> DecoderReplayRows(const std::string& flag, int64_t window);

@@ -8,8 +8,8 @@
 
 namespace deepinfer::tools {
 
-void RegisterTokenizerFilter(CLI::App& app, int* exit_code, const char* name, const char* help,
-                             TokenizerHandlerFactory make_handler) {
+CLI::App* RegisterTokenizerFilter(CLI::App& app, int* exit_code, const char* name, const char* help,
+                                  TokenizerHandlerFactory make_handler) {
   CLI::App* cmd = app.add_subcommand(name, help);
   auto dir = std::make_shared<std::string>();
   cmd->add_option("--tokenizer", *dir, "directory with tokenizer.json (+ tokenizer_config.json)")
@@ -26,6 +26,7 @@ void RegisterTokenizerFilter(CLI::App& app, int* exit_code, const char* name, co
     RunJsonLines(std::cin, std::cout, *handler);
     *exit_code = 0;
   });
+  return cmd;
 }
 
 }  // namespace deepinfer::tools

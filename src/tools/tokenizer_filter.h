@@ -17,7 +17,8 @@ namespace deepinfer::tools {
 using TokenizerHandlerFactory =
     std::function<StatusOr<JsonLineHandler>(const tokenizer::Tokenizer& tok)>;
 
-void RegisterTokenizerFilter(CLI::App& app, int* exit_code, const char* name, const char* help,
-                             TokenizerHandlerFactory make_handler);
+// Returns the subcommand (for its own flags, parsed before make_handler runs).
+CLI::App* RegisterTokenizerFilter(CLI::App& app, int* exit_code, const char* name, const char* help,
+                                  TokenizerHandlerFactory make_handler);
 
 }  // namespace deepinfer::tools

@@ -2,7 +2,7 @@
 """The official JSON Schema Test Suite (draft 2020-12) through `deepinfer grammar-check`.
 
 usage: json_schema_suite.py DEEPINFER_BIN TOKENIZER_DIR SUITE.jsonl [--table FILE] [--check]
-                            [--min-passed N]
+                            [--min-passed N] [--json-schema-strict on|off]
 
 Every group's schema is compiled as a structured-output constraint and every instance of the
 group is walked through the matcher, as constrained decoding would generate it. A group is
@@ -18,8 +18,9 @@ Prints the per-category table (Markdown). --table writes it to FILE as well. --c
 when any group is under-constrained (conformance is absolute: a schema the grammar cannot
 express exactly must be refused) or fewer than N groups pass (--min-passed: the coverage
 reached so far may not regress). Over-constrained groups are printed; docs/structured_outputs.md
-says which deliberate choices cause them (format asserted, no extra properties unless
-additionalProperties allows them, object keys in schema order, integers without a fraction).
+says which deliberate choices cause them (format asserted, object keys in schema order; with
+--json-schema-strict on, the default, as grammar-check's: no extra properties unless
+additionalProperties allows them).
 """
 import collections
 import json
@@ -40,6 +41,10 @@ def main():
     if "--table" in sys.argv:
         table_file = sys.argv[sys.argv.index("--table") + 1]
         args.remove(table_file)
+    strict = "on"
+    if "--json-schema-strict" in sys.argv:
+        strict = sys.argv[sys.argv.index("--json-schema-strict") + 1]
+        args.remove(strict)
     min_passed = 0
     if "--min-passed" in sys.argv:
         min_passed = int(sys.argv[sys.argv.index("--min-passed") + 1])
@@ -48,7 +53,8 @@ def main():
     records = "".join(
         json.dumps({"schema": g["schema"], "instances": [t["data"] for t in g["tests"]]},
                    ensure_ascii=False) + "\n" for g in groups)
-    run = subprocess.run([binary, "grammar-check", "--tokenizer", tokenizer], input=records,
+    run = subprocess.run([binary, "grammar-check", "--tokenizer", tokenizer,
+                          "--json-schema-strict", strict], input=records,
                          capture_output=True, text=True, timeout=1200)
     if run.returncode != 0:
         sys.exit("grammar-check failed: " + run.stderr[-2000:])

@@ -97,7 +97,7 @@ TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreErrors) {
       {R"({"type": "number", "multipleOf": 1e300})", "'multipleOf' is supported for decimals"},
       {R"({"type": "integer", "multipleOf": 3, "maximum": 9})", "together with minimum/maximum"},
       {R"({"patternProperties": {"^a": {}}, "additionalProperties": true})",
-       "'patternProperties' is supported without additionalProperties"},
+       "'patternProperties' is supported where no extra keys are generated"},
       {R"({"dependentSchemas": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {"minProperties": 1}}})",
        "up to 4 trigger properties"},
       {R"({"if": {"required": ["a"]}, "then": {"required": ["b"]}})", "keyword 'if' is supported"},
@@ -349,8 +349,11 @@ TEST(JsonSchema, IntegerMultipleOfIsARemainderAutomaton) {
   auto g = Schema(R"({"type": "integer", "multipleOf": 7})");
   ASSERT_NE(g, nullptr);
   for (const char* ok : {"0", "7", "-14", "700", "9999997"}) EXPECT_TRUE(FullMatch(g, ok)) << ok;
-  for (const char* bad : {"1", "-6", "701", "07", "-0", "7.0"})
+  for (const char* bad : {"1", "-6", "701", "07", "-0", "7.0", "7.5"})
     EXPECT_FALSE(FullMatch(g, bad)) << bad;
+  auto spelled = Schema(R"({"type": "integer", "multipleOf": 7})", {.strict = false});
+  for (const char* ok : {"7.0", "-14.00"}) EXPECT_TRUE(FullMatch(spelled, ok)) << ok;
+  for (const char* bad : {"7.5", "7.", "8.0"}) EXPECT_FALSE(FullMatch(spelled, bad)) << bad;
   auto n = Schema(R"({"type": "number", "multipleOf": 250})");
   EXPECT_TRUE(FullMatch(n, "1000"));
   EXPECT_FALSE(FullMatch(n, "1001"));
@@ -715,6 +718,92 @@ TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {
   EXPECT_TRUE(FullMatch(*g, "{}"));
   EXPECT_FALSE(FullMatch(*g, "[]"));
   EXPECT_FALSE(FullMatch(*g, R"({"a":01})"));
+}
+
+// Not strict, JSON Schema compares numbers by value: 1.0 is an integer, and equals const 1.
+// Strict, an integer has no fraction (typed consumers refuse 1.0).
+TEST(JsonSchema, IntegersMayBeWrittenWithAZeroFractionWhenNotStrict) {
+  EXPECT_FALSE(FullMatch(Schema(R"({"type": "integer"})"), "1.0"));
+  auto any = Schema(R"({"type": "integer"})", {.strict = false});
+  for (const char* ok : {"1", "1.0", "-3.000", "0.0"}) EXPECT_TRUE(FullMatch(any, ok)) << ok;
+  for (const char* bad : {"1.5", "1.", "1.01", "1e0"}) EXPECT_FALSE(FullMatch(any, bad)) << bad;
+  auto bounded = Schema(R"({"type": "integer", "minimum": 2, "maximum": 5})", {.strict = false});
+  EXPECT_TRUE(FullMatch(bounded, "2.0"));
+  EXPECT_FALSE(FullMatch(bounded, "1.0"));
+  EXPECT_FALSE(FullMatch(bounded, "6.0"));
+}
+
+// Not strict, const / enum accept every value equal to theirs: numbers in any spelling without
+// an exponent, object keys in any order (element by element, recursively). Strict: as written.
+TEST(JsonSchema, ConstAndEnumAcceptEveryEqualValueWhenNotStrict) {
+  EXPECT_FALSE(FullMatch(Schema(R"({"const": 1})"), "1.0"));
+  EXPECT_FALSE(FullMatch(Schema(R"({"const": {"a": 1, "b": 2}})"), R"({"b":2,"a":1})"));
+  const JsonSchemaOptions open{.strict = false};
+  auto one = Schema(R"({"const": 1})", open);
+  for (const char* ok : {"1", "1.0", "1.00"}) EXPECT_TRUE(FullMatch(one, ok)) << ok;
+  for (const char* bad : {"true", "1.5", "10", "\"1\""}) EXPECT_FALSE(FullMatch(one, bad)) << bad;
+  auto minus_two = Schema(R"({"const": -2.0})", open);
+  EXPECT_TRUE(FullMatch(minus_two, "-2"));
+  EXPECT_TRUE(FullMatch(minus_two, "-2.0"));
+  auto fraction = Schema(R"({"enum": [1.5, "x"]})", open);
+  EXPECT_TRUE(FullMatch(fraction, "1.50"));
+  EXPECT_FALSE(FullMatch(fraction, "1.05"));
+  auto object = Schema(R"({"const": {"a": 1, "b": [0, {"c": null, "d": true}]}})", open);
+  EXPECT_TRUE(FullMatch(object, R"({"a":1,"b":[0,{"c":null,"d":true}]})"));
+  EXPECT_TRUE(FullMatch(object, R"({"b":[0.0,{"d":true,"c":null}],"a":1.0})"));
+  EXPECT_FALSE(FullMatch(object, R"({"a":1})"));                                    // b missing
+  EXPECT_FALSE(FullMatch(object, R"({"a":1,"a":1,"b":[0,{"c":null,"d":true}]})"));  // twice
+  EXPECT_FALSE(FullMatch(object, R"({"b":[{"c":null,"d":true},0],"a":1})"));        // array order
+  // Integer-typed enum members written as 1.0 count as integers.
+  auto typed = Schema(R"({"type": "integer", "enum": [1.0, 2.5]})", open);
+  EXPECT_TRUE(FullMatch(typed, "1"));
+  EXPECT_FALSE(FullMatch(typed, "2.5"));
+}
+
+// --json-schema-strict off: an absent additionalProperties allows any other key, as the
+// specification says; names a dependency mentions may appear and are then checked.
+TEST(JsonSchema, NotStrictAllowsKeysTheSchemaDoesNotList) {
+  const std::string named = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
+  auto strict = Schema(named);
+  auto open = Schema(named, {.strict = false});
+  EXPECT_FALSE(FullMatch(strict, R"({"a":1,"x":[true]})"));
+  EXPECT_TRUE(FullMatch(open, R"({"a":1,"x":[true]})"));
+  EXPECT_TRUE(FullMatch(open, R"({"x":"y"})"));
+  EXPECT_FALSE(FullMatch(open, R"({"a":"s"})"));
+  EXPECT_FALSE(FullMatch(open, R"({"a":1,"a":2})"));  // a listed key is never an extra one
+  auto closed =
+      Schema(R"({"properties": {"a": {}}, "additionalProperties": false})", {.strict = false});
+  EXPECT_FALSE(FullMatch(closed, R"({"a":1,"x":2})"));
+  auto deps = Schema(R"({"dependentRequired": {"bar": ["foo"]}})", {.strict = false});
+  EXPECT_TRUE(FullMatch(deps, R"({"foo":1,"bar":2})"));
+  EXPECT_TRUE(FullMatch(deps, R"({"foo":1,"x":2})"));
+  EXPECT_FALSE(FullMatch(deps, R"({"bar":2})"));  // bar needs foo
+  // Branches that exclude each other only because no extra key is written overlap here.
+  const std::string one_of = R"({"oneOf": [{"properties": {"a": {}}, "required": ["a"]},
+      {"properties": {"b": {}}, "required": ["b"]}]})";
+  EXPECT_NE(Schema(one_of), nullptr);
+  auto e = JsonSchemaToEbnf(one_of, {.strict = false});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("overlapping"), std::string::npos) << e.status().message();
+}
+
+// Where no other extra key is written, a key matching the one pattern of patternProperties is,
+// with the pattern's schema; not when a listed name matches the pattern too (it would need both
+// schemas) or with several patterns.
+TEST(JsonSchema, PatternPropertiesWriteKeysMatchingThePattern) {
+  auto g = Schema(R"({"properties": {"foo": {}}, "patternProperties": {"^v": {"type": "integer"}},
+      "additionalProperties": false})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"foo":1,"vroom":2})"));
+  EXPECT_TRUE(FullMatch(g, R"({"v":2,"vx":3})"));
+  EXPECT_FALSE(FullMatch(g, R"({"vroom":"x"})"));
+  EXPECT_FALSE(FullMatch(g, R"({"bar":1})"));
+  auto clash = Schema(R"({"properties": {"fa": {"minimum": 5}},
+      "patternProperties": {"^f": {"type": "integer"}}, "additionalProperties": false})");
+  ASSERT_NE(clash, nullptr);
+  EXPECT_TRUE(FullMatch(clash, R"({"fa":7})"));
+  EXPECT_FALSE(FullMatch(clash, R"({"fa":7.5})"));  // fa takes both schemas
+  EXPECT_FALSE(FullMatch(clash, R"({"fb":1})"));    // not written: "fa" matches the pattern too
 }
 
 }  // namespace

@@ -30,9 +30,10 @@ inline bool FullMatch(const std::shared_ptr<const CompiledGrammar>& g, const std
 }
 
 // A JSON Schema compiled over the byte vocabulary (a failure is a test failure and nullptr).
-inline std::shared_ptr<const CompiledGrammar> Schema(const std::string& schema) {
+inline std::shared_ptr<const CompiledGrammar> Schema(const std::string& schema,
+                                                     const JsonSchemaOptions& options = {}) {
   GrammarCompiler compiler(ByteVocabulary());
-  auto g = compiler.CompileJsonSchema(schema);
+  auto g = compiler.CompileJsonSchema(schema, options);
   EXPECT_TRUE(g.ok()) << schema << ": " << g.status().ToString();
   return g.ok() ? *g : nullptr;
 }

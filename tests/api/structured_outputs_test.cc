@@ -86,6 +86,30 @@ TEST(AttachGrammar, SchemaPropertiesKeepTheRequestsOrder) {
   EXPECT_FALSE(sorted.AcceptBytes(R"({"a")"));
 }
 
+// set_json_schema_strict(false) reaches the request's grammar: an extra key is then allowed, and
+// the grammar is not the strict one cached for the same schema text.
+TEST(AttachGrammar, NotStrictSchemasAllowKeysTheSchemaDoesNotList) {
+  StructuredOutputs* outputs = V3Outputs();
+  ASSERT_NE(outputs, nullptr) << "tokenizer unavailable (run scripts/install-deps.sh)";
+  const nlohmann::json constraint = {
+      {"response_format",
+       {{"type", "json_schema"},
+        {"json_schema",
+         {{"name", "s"},
+          {"schema", {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}}}}}}}};
+  const auto extra_key_allowed = [&](bool strict) {
+    outputs->set_json_schema_strict(strict);
+    engine::Request r;
+    EXPECT_TRUE(AttachGrammar(outputs, constraint, false, &r).ok());
+    structured::GrammarMatcher m(r.grammar);
+    return m.AcceptBytes(R"({"a": 1, "b")");
+  };
+  EXPECT_FALSE(extra_key_allowed(true));
+  EXPECT_TRUE(extra_key_allowed(false));
+  EXPECT_FALSE(extra_key_allowed(true));
+  outputs->set_json_schema_strict(true);
+}
+
 TEST(AttachGrammar, ThinkingModeStartsAfterThinkEnd) {
   StructuredOutputs* outputs = V3Outputs();
   ASSERT_NE(outputs, nullptr);

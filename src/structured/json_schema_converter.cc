@@ -158,12 +158,25 @@ class Converter {
       if (!subs.is_array()) return InvalidArgument("'allOf' must be an array");
       for (const Json& sub : subs) {
         DI_ASSIGN_OR_RETURN(Json f, Flatten(sub, depth + 1));
+        DropLoneConditional(&f);
         DI_ASSIGN_OR_RETURN(out, MergeSchemas(out, f));
       }
     }
     // Its own unevaluated* see what it and its allOf / $ref evaluate, not what a parent adds.
     DI_RETURN_IF_ERROR(ResolveUnevaluated(&out));
     return out;
+  }
+
+  // `then` / `else` without `if`, and `if` without either, constrain nothing; dropped before a
+  // merge, so that they do not pair with another subschema's.
+  static void DropLoneConditional(Json* s) {
+    if (!s->is_object()) return;
+    if (!s->contains("if")) {
+      s->erase("then");
+      s->erase("else");
+    } else if (!s->contains("then") && !s->contains("else")) {
+      s->erase("if");
+    }
   }
 
   // oneOf branches as generated (flattened, siblings merged in) must exclude each other.
@@ -233,6 +246,20 @@ class Converter {
       }
       Json siblings = s;
       siblings.erase(key);
+      if (std::string(key) == "oneOf") {
+        // A branch that accepts every value: with another such branch every value matches
+        // two (nothing matches the oneOf); beside one other branch B, exactly the values B
+        // rejects match one (not B, as Not builds it).
+        const auto always = std::count_if(s[key].begin(), s[key].end(), Always);
+        if (always >= 2) {
+          return InvalidArgument("oneOf: two branches accept every value, so nothing matches");
+        }
+        if (always == 1 && s[key].size() == 2 && !siblings.contains("not")) {
+          Json negated = siblings;
+          negated["not"] = Always(s[key][0]) ? s[key][1] : s[key][0];
+          return Visit(negated, hint, depth + 1);
+        }
+      }
       const bool plain = Constraints(siblings).empty();
       if (std::string(key) == "oneOf") DI_RETURN_IF_ERROR(CheckOneOf(s[key], siblings, depth));
       std::string body;
@@ -384,12 +411,24 @@ class Converter {
     if (Always(cond)) return Visit(both(rest, then_s), hint, depth + 1);
     if (Never(cond)) return Visit(both(rest, else_s), hint, depth + 1);
     std::optional<Json> negated = NegatedSchema(cond);
+    if (!negated && cond.is_object() &&
+        (Constraints(cond) == std::vector<std::string>{"const"} ||
+         Constraints(cond) == std::vector<std::string>{"enum"})) {
+      negated = Json{{"not", cond}};  // `not` of scalar values (Not: NotValues)
+    }
     if (!negated) {
       return InvalidArgument(
           "JSON Schema keyword 'if' is supported when its schema is a type, numeric bounds, "
-          "string lengths or item counts (its complement is then a schema); not this one");
+          "string lengths, item counts or scalar const / enum values (its complement is then a "
+          "schema); not this one");
     }
-    Json choice = {{"anyOf", Json::array({both(cond, then_s), both(*negated, else_s)})}};
+    // A false then / else leaves its branch out (allOf with false would be an error).
+    Json branches = Json::array();
+    if (!Never(then_s)) branches.push_back(both(cond, then_s));
+    if (!Never(else_s)) branches.push_back(both(*negated, else_s));
+    if (branches.empty())
+      return InvalidArgument("if: then and else are both false: nothing matches");
+    Json choice = {{"anyOf", branches}};
     return Visit(both(rest, choice), hint, depth + 1);
   }
 
@@ -460,7 +499,9 @@ class Converter {
   // remainder automaton: one rule per remainder of the integer part, and per remainder and count
   // j <= d of the fraction digits read (a fraction digit past the d-th must be 0). With
   // `integer_only` (type integer) no fraction is written. Integers (d = 0) are as before.
-  StatusOr<std::string> MultipleOf(const Json& m_json, bool integer_only) {
+  enum class Sign { kAny, kNonNegative, kNonPositive };
+
+  StatusOr<std::string> MultipleOf(const Json& m_json, bool integer_only, Sign sign) {
     if (!m_json.is_number() || m_json.get<double>() <= 0) {
       return InvalidArgument("'multipleOf' must be a number above 0");
     }
@@ -481,7 +522,8 @@ class Converter {
       }
       d = 0;
     }
-    const std::string key = std::to_string(p) + "e-" + std::to_string(d);
+    const std::string key =
+        std::to_string(p) + "e-" + std::to_string(d) + "s" + std::to_string(static_cast<int>(sign));
     auto [it, added] = multiple_rules_.try_emplace(key);
     if (!added) return it->second;
     const std::string tag = std::to_string(p) + (d > 0 ? "_" + std::to_string(d) : "");
@@ -551,12 +593,14 @@ class Converter {
         rules_.emplace_back(frac[j][c], body);
       }
     }
-    // No "-0" alone (as for integers); "-0.5" is a number like any other.
+    // No "-0" alone (as for integers); "-0.5" is a number like any other. A sign bound keeps
+    // the "-" forms (kNonPositive) or the others (kNonNegative), "0" either way.
+    const std::string minus = sign == Sign::kAny           ? "\"-\"? "
+                              : sign == Sign::kNonPositive ? "\"-\" "
+                                                           : "";
     std::string start = "\"0\"";
-    if (d > 0 && live[0][0]) {
-      start = "\"-\"? \"0\" \".\" " + frac[0][0] + " | \"0\"";
-    }
-    start += " | \"-\"? (";
+    if (d > 0 && live[0][0]) start += " | " + minus + "\"0\" \".\" " + frac[0][0];
+    start += " | " + minus + "(";
     for (int dig = 1; dig <= 9; ++dig) {
       start += (dig > 1 ? " | \"" : "\"") + std::to_string(dig) + "\" " + whole[dig % p];
     }
@@ -665,12 +709,23 @@ class Converter {
       DI_RETURN_IF_ERROR(Bounds(s, &b));
       const bool bounded = b.minimum || b.maximum;
       if (s.contains("multipleOf") && !Trivial("multipleOf", s)) {
-        if (bounded) {
+        // Beside a bound, only a sign: minimum 0 or maximum 0 alone.
+        Sign sign = Sign::kAny;
+        if (b.minimum && !b.maximum && *b.minimum == 0 && !b.exclusive_minimum) {
+          sign = Sign::kNonNegative;
+        } else if (b.maximum && !b.minimum && *b.maximum == 0 && !b.exclusive_maximum) {
+          sign = Sign::kNonPositive;
+        } else if (bounded) {
           return InvalidArgument(
-              "JSON Schema keyword 'multipleOf' is not supported together with minimum/maximum");
+              "JSON Schema keyword 'multipleOf' is not supported together with minimum/maximum "
+              "(other than a minimum or maximum of 0 alone)");
         }
-        if (type != "integer") return MultipleOf(s["multipleOf"], false);
-        DI_ASSIGN_OR_RETURN(std::string multiples, MultipleOf(s["multipleOf"], true));
+        if (type != "integer") {
+          // Multiples of a whole m are whole: a fraction of zeros (not strict) as for integers.
+          DI_ASSIGN_OR_RETURN(std::string multiples, MultipleOf(s["multipleOf"], false, sign));
+          return IntegralNumber(s["multipleOf"]) ? WithZeroFraction(multiples) : multiples;
+        }
+        DI_ASSIGN_OR_RETURN(std::string multiples, MultipleOf(s["multipleOf"], true, sign));
         return WithZeroFraction(multiples);
       }
       if (type == "integer") {

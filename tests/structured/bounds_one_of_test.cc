@@ -118,7 +118,7 @@ TEST(OneOf, OverlappingBranchesAreExplicitErrors) {
                "required": ["a"], "additionalProperties": true},
                {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}]})",
            R"({"oneOf": [{"type": "number", "maximum": 0}, {"type": "number", "minimum": 1}]})",
-           R"({"oneOf": [{}, {"type": "null"}]})",
+           R"({"oneOf": [{}, {"type": "null"}, {"type": "string"}]})",
            R"({"oneOf": [{"type": "array"}, {"type": "array", "minItems": 2}]})",
        }) {
     auto e = JsonSchemaToEbnf(schema);

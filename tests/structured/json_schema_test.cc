@@ -806,5 +806,64 @@ TEST(JsonSchema, PatternPropertiesWriteKeysMatchingThePattern) {
   EXPECT_FALSE(FullMatch(clash, R"({"fb":1})"));    // not written: "fa" matches the pattern too
 }
 
+// An `if` of scalar const / enum values: its complement is `not` of them; a false then / else
+// leaves its branch out.
+TEST(JsonSchema, IfOfScalarValuesAndFalseBranches) {
+  auto not_one = Schema(R"({"if": {"const": 1}, "then": false})");
+  ASSERT_NE(not_one, nullptr);
+  for (const char* ok : {"2", "\"a\"", "[1]"}) EXPECT_TRUE(FullMatch(not_one, ok)) << ok;
+  for (const char* bad : {"1", "1.0"}) EXPECT_FALSE(FullMatch(not_one, bad)) << bad;
+  auto only = Schema(R"({"if": {"enum": ["a", "b"]}, "else": false})");
+  ASSERT_NE(only, nullptr);
+  EXPECT_TRUE(FullMatch(only, "\"b\""));
+  EXPECT_FALSE(FullMatch(only, "\"c\""));
+  const auto both = JsonSchemaToEbnf(R"({"if": {"minimum": 3}, "then": false, "else": false})");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("nothing matches"), std::string::npos);
+}
+
+// `then` / `else` without `if`, and `if` alone, constrain nothing: in separate allOf
+// subschemas they do not pair up.
+TEST(JsonSchema, LoneConditionalsInAllOfDoNotInteract) {
+  auto g = Schema(R"({"allOf": [{"if": {"exclusiveMaximum": 0}}, {"then": {"minimum": -10}},
+      {"else": {"multipleOf": 2}}]})");
+  ASSERT_NE(g, nullptr);
+  for (const char* ok : {"-100", "3", "-1"}) EXPECT_TRUE(FullMatch(g, ok)) << ok;
+}
+
+// oneOf with a branch that accepts everything: beside one other branch B, the values B rejects;
+// beside another such branch, nothing.
+TEST(JsonSchema, OneOfWithABranchThatAcceptsEverything) {
+  auto g = Schema(R"({"oneOf": [{"type": "number"}, {}]})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, "\"x\""));
+  EXPECT_TRUE(FullMatch(g, "null"));
+  EXPECT_FALSE(FullMatch(g, "1"));
+  EXPECT_FALSE(FullMatch(g, "1.5"));
+  for (const char* schema : {R"({"oneOf": [true, {}]})", R"({"oneOf": [true, true, false]})"}) {
+    const auto e = JsonSchemaToEbnf(schema);
+    ASSERT_FALSE(e.ok()) << schema;
+    EXPECT_NE(e.status().message().find("nothing matches"), std::string::npos) << schema;
+  }
+}
+
+// multipleOf beside a minimum or maximum of 0 alone keeps the multiples of that sign; other
+// bounds beside it are refused.
+TEST(JsonSchema, MultipleOfWithASignBound) {
+  auto non_negative = Schema(R"({"type": "integer", "minimum": 0, "multipleOf": 3})");
+  for (const char* ok : {"0", "3", "36"}) EXPECT_TRUE(FullMatch(non_negative, ok)) << ok;
+  for (const char* bad : {"-3", "4"}) EXPECT_FALSE(FullMatch(non_negative, bad)) << bad;
+  auto non_positive = Schema(R"({"type": "number", "maximum": 0, "multipleOf": 0.5})");
+  for (const char* ok : {"0", "-0.5", "-3"}) EXPECT_TRUE(FullMatch(non_positive, ok)) << ok;
+  for (const char* bad : {"0.5", "-0.25", "1"}) EXPECT_FALSE(FullMatch(non_positive, bad)) << bad;
+  const auto bounded = JsonSchemaToEbnf(R"({"type": "integer", "minimum": 1, "multipleOf": 3})");
+  ASSERT_FALSE(bounded.ok());
+  EXPECT_NE(bounded.status().message().find("multipleOf"), std::string::npos);
+  // Multiples of a whole m are whole numbers: 4.0 when not strict.
+  auto whole = Schema(R"({"type": "number", "multipleOf": 2})", {.strict = false});
+  EXPECT_TRUE(FullMatch(whole, "4.0"));
+  EXPECT_FALSE(FullMatch(whole, "3.0"));
+}
+
 }  // namespace
 }  // namespace deepinfer::structured

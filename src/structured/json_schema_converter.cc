@@ -1,6 +1,7 @@
 #include "structured/json_schema_converter.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -941,12 +942,17 @@ class Converter {
         req_order.push_back(r.get<std::string>());
       }
     }
-    if (s.contains("propertyNames") && extras_allowed && s["propertyNames"] != Json(true) &&
-        s["propertyNames"] != Json::object()) {
+    // Extra keys under a propertyNames schema: its strings, when no name is listed or
+    // mentioned by a dependency (an extra key would otherwise have to avoid those too).
+    const bool names_check = s.contains("propertyNames") && s["propertyNames"] != Json(true) &&
+                             s["propertyNames"] != Json::object();
+    const bool no_names =
+        names.empty() && !s.contains("dependentRequired") && !s.contains("dependencies");
+    if (names_check && extras_allowed && !no_names) {
       return InvalidArgument(
-          "JSON Schema keyword 'propertyNames' is supported where no extra keys are generated "
-          "only (additionalProperties false, or absent in strict mode): extra keys are not "
-          "checked against it");
+          "JSON Schema keyword 'propertyNames' is supported beside extra keys only where no "
+          "property is listed (additionalProperties false, or absent in strict mode, otherwise): "
+          "an extra key would have to meet it and avoid the listed names");
     }
     if (s.contains("patternProperties") && extras_allowed && !s["patternProperties"].empty()) {
       return InvalidArgument(
@@ -1007,18 +1013,44 @@ class Converter {
       DI_ASSIGN_OR_RETURN(std::string v, Visit(extra_schema, hint + "_extra", depth + 1));
       std::vector<std::string> taken = names;  // a dependency's trigger is never an extra key
       for (const auto& [trigger, needed] : deps) taken.push_back(trigger);
-      extra = Define(hint + "_extra_pair", KeyNotIn(taken, hint) + " colon " + v);
+      std::string key = KeyNotIn(taken, hint);
+      if (names_check) {  // no_names: the keys are exactly propertyNames' strings
+        DI_ASSIGN_OR_RETURN(
+            key, Visit(Json{{"allOf", Json::array({Json{{"type", "string"}}, s["propertyNames"]})}},
+                       hint + "_name", depth + 1));
+      }
+      extra = Define(hint + "_extra_pair", key + " colon " + v);
     } else if (!s.contains("minProperties") && !s.contains("maxProperties")) {
       DI_ASSIGN_OR_RETURN(extra, PatternPair(s, names, deps, hint, depth));
     }
     // after[i]: properties i.. when something was already written (each starts with a comma);
     // first[i]: the same when nothing was written yet.
     const size_t n = props.size();
-    if (s.contains("minProperties") || s.contains("maxProperties") || !deps.empty()) {
-      return CountedObject(s, props, prop_names, required, extra, deps, hint);
+    const bool counted = s.contains("minProperties") || s.contains("maxProperties");
+    if (!options_.strict && n >= 1 && n <= kMaxAnyOrderProperties && (!counted || extra.empty())) {
+      DI_ASSIGN_OR_RETURN(const int64_t lo, Count(s, "minProperties", 0));
+      DI_ASSIGN_OR_RETURN(const int64_t hi, Count(s, "maxProperties", -1));
+      // (trigger bit, needed bits) per dependency among the properties (a needed name that is
+      // not one is never written: its trigger may not be either).
+      std::vector<std::pair<uint32_t, uint32_t>> rules;
+      const auto bit_of = [&](const std::string& name) -> uint32_t {
+        const auto it = std::find(prop_names.begin(), prop_names.end(), name);
+        return it == prop_names.end() ? 0 : uint32_t{1} << (it - prop_names.begin());
+      };
+      for (const auto& [trigger, needed] : deps) {
+        if (bit_of(trigger) == 0) continue;
+        uint32_t need = 0;
+        bool possible = true;
+        for (const std::string& name : needed) {
+          possible = possible && bit_of(name) != 0;
+          need |= bit_of(name);
+        }
+        rules.emplace_back(bit_of(trigger), possible ? need : ~uint32_t{0});
+      }
+      return AnyOrderObject(props, required, extra, rules, lo, hi, hint);
     }
-    if (!options_.strict && n >= 2 && n <= kMaxAnyOrderProperties) {
-      return AnyOrderObject(props, required, extra, hint);
+    if (counted || !deps.empty()) {
+      return CountedObject(s, props, prop_names, required, extra, deps, hint);
     }
     std::vector<std::string> after(n + 1), first(n + 1);
     after[n] = extra.empty() ? "\"\"" : "(comma " + extra + ")*";
@@ -1036,10 +1068,15 @@ class Converter {
 
   // Not strict: the properties in any order, each at most once, the required ones all, extra
   // pairs (when `extra` is not empty) anywhere between them. One rule per set of properties
-  // written (`mask`; and one for nothing written yet).
-  std::string AnyOrderObject(const std::vector<std::pair<std::string, std::string>>& props,
-                             const std::vector<bool>& required, const std::string& extra,
-                             const std::string& hint) {
+  // written (`mask`; and one for nothing written yet). The object may end where every
+  // dependency (trigger bit, needed bits) written has its names and, without extras, the count
+  // of properties is within [lo, hi] (hi < 0: no maximum); a state that cannot reach such an
+  // end is left out. InvalidArgument when the start cannot.
+  StatusOr<std::string> AnyOrderObject(
+      const std::vector<std::pair<std::string, std::string>>& props,
+      const std::vector<bool>& required, const std::string& extra,
+      const std::vector<std::pair<uint32_t, uint32_t>>& deps, int64_t lo, int64_t hi,
+      const std::string& hint) {
     const size_t n = props.size();
     std::vector<std::string> pair(n);
     uint32_t needed = 0;
@@ -1049,25 +1086,52 @@ class Converter {
       if (required[i]) needed |= uint32_t{1} << i;
     }
     const uint32_t full = (uint32_t{1} << n) - 1;
+    const auto count = [](uint32_t mask) { return static_cast<int64_t>(std::popcount(mask)); };
+    const auto can_end = [&](uint32_t mask) {
+      if ((mask & needed) != needed) return false;
+      for (const auto& [trigger, need] : deps) {
+        if ((mask & trigger) != 0 && (mask & need) != need) return false;
+      }
+      return !extra.empty() || (count(mask) >= lo && (hi < 0 || count(mask) <= hi));
+    };
+    // Another property may follow mask (without extras, not beyond the maximum).
+    const auto can_add = [&](uint32_t mask) {
+      return !extra.empty() || hi < 0 || count(mask) < hi;
+    };
+    // live[mask]: some continuation from mask ends (properties are only ever added).
+    std::vector<uint8_t> live(full + 1, 0);
+    for (uint32_t mask = full + 1; mask-- > 0;) {
+      live[mask] = can_end(mask);
+      for (size_t i = 0; i < n && !live[mask] && can_add(mask); ++i) {
+        const uint32_t bit = uint32_t{1} << i;
+        if ((mask & bit) == 0) live[mask] = live[mask | bit];
+      }
+    }
+    if (!live[0]) {
+      return InvalidArgument(
+          "the properties the schema allows cannot meet its required names, dependencies and "
+          "property counts: nothing matches");
+    }
     // rest[mask]: what may follow once the properties in mask (and maybe extras) are written;
     // names are reserved first, since a rule refers to the rules of larger masks and itself.
     std::vector<std::string> rest(full + 1);
     for (uint32_t mask = 0; mask <= full; ++mask) {
-      rest[mask] = NewRule(hint + "_any" + std::to_string(mask));
+      if (live[mask]) rest[mask] = NewRule(hint + "_any" + std::to_string(mask));
     }
     const auto body = [&](uint32_t mask, const std::string& sep) {
       std::string out;
       const auto add = [&](const std::string& alt) { out += (out.empty() ? "" : " | ") + alt; };
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t i = 0; i < n && can_add(mask); ++i) {
         const uint32_t bit = uint32_t{1} << i;
-        if ((mask & bit) == 0) add(sep + pair[i] + " " + rest[mask | bit]);
+        if ((mask & bit) == 0 && live[mask | bit]) add(sep + pair[i] + " " + rest[mask | bit]);
       }
       if (!extra.empty()) add(sep + extra + " " + rest[mask]);
-      if ((mask & needed) == needed) add("\"\"");
+      if (can_end(mask)) add("\"\"");
       return out;
     };
-    for (uint32_t mask = 0; mask <= full; ++mask)
-      rules_.emplace_back(rest[mask], body(mask, "comma "));
+    for (uint32_t mask = 0; mask <= full; ++mask) {
+      if (live[mask]) rules_.emplace_back(rest[mask], body(mask, "comma "));
+    }
     return "\"{\" " + Define(hint + "_any_first", body(0, "")) + " \"}\"";
   }
 
@@ -1171,6 +1235,14 @@ class Converter {
     }
     // A true dependency adds nothing.
     std::erase_if(deps, [](const auto& d) { return d.second == Json(true); });
+    // unevaluated* see what the chosen branch's dependency schemas evaluate too: they go beside
+    // each branch's allOf, not inside it (an allOf subschema's own see that subschema only).
+    Json unevaluated = Json::object();
+    for (const char* k : {"unevaluatedProperties", "unevaluatedItems"}) {
+      if (!rest.contains(k)) continue;
+      unevaluated[k] = rest[k];
+      rest.erase(k);
+    }
     if (deps.size() > kMaxDependentSchemas) {
       return InvalidArgument("JSON Schema keyword 'dependentSchemas' is supported for up to " +
                              std::to_string(kMaxDependentSchemas) + " trigger properties (" +
@@ -1200,9 +1272,30 @@ class Converter {
           all.push_back(schema);
         }
       }
-      if (possible) branches.push_back(Json{{"allOf", all}});
+      if (!possible) continue;
+      Json branch = unevaluated;
+      branch["allOf"] = std::move(all);
+      // A branch whose merge keeps out a property it requires (a trigger that the dependency's
+      // own additionalProperties: false excludes) matches nothing: left out.
+      if (StatusOr<Json> merged = Flatten(branch, 0); merged.ok() && RequiresForbidden(*merged)) {
+        continue;
+      }
+      branches.push_back(std::move(branch));
+    }
+    if (branches.empty()) {
+      return InvalidArgument("dependentSchemas: no combination of the triggers matches anything");
     }
     return Json{{"anyOf", branches}};
+  }
+
+  // Whether a flattened schema requires a property its `properties` makes false.
+  static bool RequiresForbidden(const Json& flat) {
+    if (!flat.contains("required") || !flat["required"].is_array()) return false;
+    const Json props = flat.value("properties", Json::object());
+    return std::any_of(flat["required"].begin(), flat["required"].end(), [&](const Json& r) {
+      return r.is_string() && props.contains(r.get<std::string>()) &&
+             Never(props[r.get<std::string>()]);
+    });
   }
 
   // The names each dependentRequired (or draft 4-7 array-valued `dependencies`) trigger needs.

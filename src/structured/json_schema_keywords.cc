@@ -277,16 +277,26 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
   }
   if (merge_items) MergeItems(a, b, &out);
   // One side's additionalProperties applies to every property the other side lists and it does
-  // not: false excludes it, a schema is required of its value too.
+  // not: false keeps it out (its schema becomes false: an error later if it is required), a
+  // schema is required of its value too. Beside that side's patternProperties a false one is
+  // refused (a name a pattern matches would be allowed).
   for (const Json* side : {&a, &b}) {
     const Json extra = side->value("additionalProperties", Json(true));
     if (extra == Json(true) || !out.contains("properties")) continue;
     const bool has_props = side->contains("properties");
+    const bool has_patterns =
+        side->contains("patternProperties") && !(*side)["patternProperties"].empty();
     for (auto p = out["properties"].begin(); p != out["properties"].end(); ++p) {
       if (has_props && (*side)["properties"].contains(p.key())) continue;
       if (extra == Json(false)) {
-        return InvalidArgument("allOf: additionalProperties false excludes property '" + p.key() +
-                               "'");
+        if (has_patterns) {
+          return InvalidArgument(
+              "allOf: additionalProperties false beside patternProperties "
+              "excludes property '" +
+              p.key() + "' unless a pattern matches it (not supported)");
+        }
+        p.value() = false;
+        continue;
       }
       p.value() = Json{{"allOf", Json::array({p.value(), extra})}};
     }

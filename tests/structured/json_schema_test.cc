@@ -703,9 +703,14 @@ TEST(JsonSchema, PropertyNamesDecideWhichListedNamesAreWritten) {
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "properties": {"a": {}}, "required": ["a"],
       "propertyNames": {"const": "b"}})")
                    .ok());
-  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "additionalProperties": true,
-      "propertyNames": {"maxLength": 3}})")
+  // Extra keys beside listed names are refused; with none listed they are propertyNames' strings.
+  EXPECT_FALSE(JsonSchemaToEbnf(R"({"type": "object", "properties": {"a": {}},
+      "additionalProperties": true, "propertyNames": {"maxLength": 3}})")
                    .ok());
+  auto short_keys = Schema(R"({"type": "object", "additionalProperties": true,
+      "propertyNames": {"maxLength": 3}})");
+  EXPECT_TRUE(FullMatch(short_keys, R"({"abc":1})"));
+  EXPECT_FALSE(FullMatch(short_keys, R"({"abcd":1})"));
   EXPECT_FALSE(
       JsonSchemaToEbnf(R"({"properties": {"a": {}}, "propertyNames": {"format": "email"}})").ok());
 }
@@ -863,6 +868,53 @@ TEST(JsonSchema, MultipleOfWithASignBound) {
   auto whole = Schema(R"({"type": "number", "multipleOf": 2})", {.strict = false});
   EXPECT_TRUE(FullMatch(whole, "4.0"));
   EXPECT_FALSE(FullMatch(whole, "3.0"));
+}
+
+// allOf: one side's additionalProperties false keeps out a property only the other side lists
+// (an error only when that property is required); a dependentSchemas branch that cannot hold
+// its trigger is left out.
+TEST(JsonSchema, AdditionalPropertiesFalseKeepsOutTheOtherSidesProperties) {
+  auto g = Schema(R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false},
+      {"properties": {"b": {}}}]})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(FullMatch(g, R"({"a":1})"));
+  EXPECT_FALSE(FullMatch(g, R"({"a":1,"b":2})"));
+  const auto required = JsonSchemaToEbnf(R"({"allOf": [{"additionalProperties": false},
+      {"properties": {"b": {}}, "required": ["b"]}]})");
+  ASSERT_FALSE(required.ok());
+  EXPECT_NE(required.status().message().find("matches nothing"), std::string::npos);
+  auto dependent = Schema(R"({"properties": {"foo": {}}, "dependentSchemas": {"foo":
+      {"properties": {"bar": {}}, "additionalProperties": false}}})");
+  ASSERT_NE(dependent, nullptr);
+  EXPECT_TRUE(FullMatch(dependent, R"({})"));
+  EXPECT_FALSE(FullMatch(dependent, R"({"foo":1})"));
+}
+
+// Not strict, objects of a few properties take them in any order, with dependencies and counts
+// checked over the set written; extra keys meet propertyNames where no name is listed.
+TEST(JsonSchema, NotStrictObjectsInAnyOrderWithDependenciesAndCounts) {
+  const JsonSchemaOptions open{.strict = false};
+  auto deps = Schema(R"({"properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired":
+      {"c": ["a"]}, "additionalProperties": false, "maxProperties": 2})",
+                     open);
+  ASSERT_NE(deps, nullptr);
+  for (const char* ok : {R"({"c":1,"a":2})", R"({"b":1,"a":2})", R"({})"}) {
+    EXPECT_TRUE(FullMatch(deps, ok)) << ok;
+  }
+  for (const char* bad : {R"({"c":1,"b":2})", R"({"a":1,"b":2,"c":3})", R"({"c":1})"}) {
+    EXPECT_FALSE(FullMatch(deps, bad)) << bad;
+  }
+  auto names = Schema(R"({"propertyNames": {"maxLength": 3}, "additionalProperties":
+      {"type": "number"}})",
+                      open);
+  ASSERT_NE(names, nullptr);
+  EXPECT_TRUE(FullMatch(names, R"({"abc":1,"x":2})"));
+  EXPECT_FALSE(FullMatch(names, R"({"abcd":1})"));
+  EXPECT_FALSE(FullMatch(names, R"({"a":"s"})"));
+  const auto listed = JsonSchemaToEbnf(R"({"properties": {"a": {}},
+      "propertyNames": {"maxLength": 3}, "additionalProperties": true})");
+  ASSERT_FALSE(listed.ok());
+  EXPECT_NE(listed.status().message().find("propertyNames"), std::string::npos);
 }
 
 }  // namespace

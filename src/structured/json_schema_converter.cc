@@ -960,6 +960,19 @@ class Converter {
           "only (additionalProperties false, or absent in strict mode): an extra key matching a "
           "pattern would need the pattern's schema instead");
     }
+    // A name `properties` does not list, written as a property whose value meets value_schema.
+    const auto add_unlisted = [&](const std::string& name, const Json& value_schema,
+                                  bool must) -> Status {
+      std::string value_hint = hint;
+      value_hint += "_";
+      value_hint += name;
+      DI_ASSIGN_OR_RETURN(std::string v, Visit(value_schema, value_hint, depth + 1));
+      names.push_back(name);
+      props.emplace_back(Literal(Json(name)), v);
+      prop_names.push_back(name);
+      required.push_back(must);
+      return Status::Ok();
+    };
     for (const std::string& r : req_order) {
       if (std::find(names.begin(), names.end(), r) != names.end()) continue;
       DI_ASSIGN_OR_RETURN(Json by_pattern, WithPatterns(s, r, Json()));
@@ -973,15 +986,7 @@ class Converter {
         return InvalidArgument("property '" + r +
                                "' is required but additionalProperties false forbids it");
       }
-      const Json& value_schema = by_pattern.is_null() ? extra_schema : by_pattern;
-      std::string value_hint = hint;
-      value_hint += "_";
-      value_hint += r;
-      DI_ASSIGN_OR_RETURN(std::string v, Visit(value_schema, value_hint, depth + 1));
-      names.push_back(r);
-      props.emplace_back(Literal(Json(r)), v);
-      prop_names.push_back(r);
-      required.push_back(true);
+      DI_RETURN_IF_ERROR(add_unlisted(r, by_pattern.is_null() ? extra_schema : by_pattern, true));
     }
     DI_ASSIGN_OR_RETURN(const auto deps, Dependencies(s));
     if (extras_allowed) {
@@ -997,15 +1002,8 @@ class Converter {
         if (std::find(names.begin(), names.end(), name) != names.end()) continue;
         DI_ASSIGN_OR_RETURN(Json by_pattern, WithPatterns(s, name, Json()));
         if (Never(by_pattern)) continue;
-        const Json& value_schema = by_pattern.is_null() ? extra_schema : by_pattern;
-        std::string value_hint = hint;
-        value_hint += "_";
-        value_hint += name;
-        DI_ASSIGN_OR_RETURN(std::string v, Visit(value_schema, value_hint, depth + 1));
-        names.push_back(name);
-        props.emplace_back(Literal(Json(name)), v);
-        prop_names.push_back(name);
-        required.push_back(false);
+        DI_RETURN_IF_ERROR(
+            add_unlisted(name, by_pattern.is_null() ? extra_schema : by_pattern, false));
       }
     }
     std::string extra;  // one additional "key": value pair, or empty

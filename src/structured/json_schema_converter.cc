@@ -289,7 +289,10 @@ class Converter {
       DI_RETURN_IF_ERROR(ResolveUnevaluated(&resolved));
       return Visit(resolved, hint, depth + 1);
     }
-    if (s.contains("const")) return Define(hint, ValueSpellings(s["const"], hint + "_c"));
+    if (s.contains("const")) {
+      DI_ASSIGN_OR_RETURN(std::string spellings, ValueSpellings(s["const"], hint + "_c"));
+      return Define(hint, spellings);
+    }
     std::vector<std::string> types;
     if (s.contains("type")) {
       DI_ASSIGN_OR_RETURN(types, TypeNames(s["type"]));
@@ -695,7 +698,8 @@ class Converter {
             t == vt || (t == "number" && vt == "integer") || (t == "integer" && IntegralNumber(v));
       }
       if (!ok) continue;
-      body += (body.empty() ? "" : " | ") + ValueSpellings(v, hint + "_e");
+      DI_ASSIGN_OR_RETURN(std::string spellings, ValueSpellings(v, hint + "_e"));
+      body += (body.empty() ? "" : " | ") + spellings;
     }
     if (body.empty()) return InvalidArgument("no 'enum' value has the schema's type");
     return Define(hint, body);
@@ -1555,7 +1559,10 @@ class Converter {
                              std::to_string(kMaxUniqueStates) + " grammar states");
     }
     std::vector<std::string> literals;
-    for (const Json& v : *values) literals.push_back(ValueSpellings(v, hint + "_u"));
+    for (const Json& v : *values) {
+      DI_ASSIGN_OR_RETURN(std::string spellings, ValueSpellings(v, hint + "_u"));
+      literals.push_back(std::move(spellings));
+    }
     std::map<uint64_t, std::string> rules;  // mask -> rule
     // Written values are a bitmask over at most 64 values.
     std::function<std::string(uint64_t, int64_t)> rest = [&](uint64_t mask, int64_t written) {
@@ -1656,45 +1663,36 @@ class Converter {
   // for 1 or 1.0; 1.5 and 1.50 for 1.5), an object's keys in any order (up to kMaxAnyOrderKeys
   // keys, one rule per set of keys written; a larger object keeps its written order), arrays and
   // objects element by element; strings, booleans and null as written.
-  std::string ValueSpellings(const Json& v, const std::string& hint) {
+  StatusOr<std::string> ValueSpellings(const Json& v, const std::string& hint) {
     if (options_.strict) return Literal(v);
     if (v.is_number()) return NumberSpellings(v);
     if (v.is_array()) {
-      if (v.empty()) return "\"[\" \"]\"";
+      if (v.empty()) return std::string("\"[\" \"]\"");
       std::string body = "\"[\"";
       for (size_t i = 0; i < v.size(); ++i) {
-        body += (i == 0 ? " " : " comma ") + ValueSpellings(v[i], hint + "_" + std::to_string(i));
+        DI_ASSIGN_OR_RETURN(std::string e, ValueSpellings(v[i], hint + "_" + std::to_string(i)));
+        body += (i == 0 ? " " : " comma ") + e;
       }
       return Define(hint, body + " \"]\"");
     }
     if (!v.is_object()) return Literal(v);
-    if (v.empty()) return "\"{\" \"}\"";
-    std::vector<std::string> pairs;
+    if (v.empty()) return std::string("\"{\" \"}\"");
+    std::vector<std::pair<std::string, std::string>> pairs;
     for (auto it = v.begin(); it != v.end(); ++it) {
-      pairs.push_back(Literal(Json(it.key())) + " colon " +
-                      ValueSpellings(it.value(), hint + "_" + std::to_string(pairs.size())));
+      DI_ASSIGN_OR_RETURN(std::string e,
+                          ValueSpellings(it.value(), hint + "_" + std::to_string(pairs.size())));
+      pairs.emplace_back(Literal(Json(it.key())), std::move(e));
     }
     const size_t n = pairs.size();
     if (n > kMaxAnyOrderKeys) {
       std::string body = "\"{\"";
-      for (size_t i = 0; i < n; ++i) body += (i == 0 ? " " : " comma ") + pairs[i];
+      for (size_t i = 0; i < n; ++i) {
+        body += (i == 0 ? " " : " comma ") + pairs[i].first + " colon " + pairs[i].second;
+      }
       return Define(hint, body + " \"}\"");
     }
-    // rest[mask]: the pairs not in mask, in any order, then "}" (mask: the keys written).
-    const uint32_t full = (uint32_t{1} << n) - 1;
-    std::vector<std::string> rest(full + 1);
-    rest[full] = "\"}\"";
-    for (uint32_t mask = full; mask-- > 0;) {
-      std::string body;
-      for (size_t i = 0; i < n; ++i) {
-        const uint32_t bit = uint32_t{1} << i;
-        if ((mask & bit) != 0) continue;
-        body += (body.empty() ? "" : " | ") + std::string(mask == 0 ? "" : "comma ") + pairs[i] +
-                " " + rest[mask | bit];
-      }
-      rest[mask] = Define(hint + "_k" + std::to_string(mask), body);
-    }
-    return "\"{\" " + rest[0];
+    // Every key once, in any order.
+    return AnyOrderObject(pairs, std::vector<bool>(n, true), "", {}, 0, -1, hint);
   }
 
   // Not strict: integers written as JSON Schema counts them, a fraction of zeros (1.0) too.

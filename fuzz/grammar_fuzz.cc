@@ -2,7 +2,8 @@
 // arbitrary input, over a byte vocabulary (256 one-byte tokens + EOS).
 //
 // Input: byte 0 picks the front end (% 3: JSON Schema, regex, EBNF) and seeds the walk; the rest
-// is the schema / pattern / grammar text. Promises checked (a broken one aborts, which libFuzzer
+// is the schema / pattern / grammar text. A JSON Schema is compiled and walked in both modes of
+// JsonSchemaOptions::strict. Promises checked (a broken one aborts, which libFuzzer
 // reports as a crash):
 //   - compiling never crashes, hits UB (ASan/UBSan watch) or runs away: a hostile input is
 //     refused with InvalidArgument (the front ends bound nesting, repetition counts and the
@@ -86,15 +87,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   GrammarCompiler compiler(Bytes(), /*max_cached=*/1);
-  deepinfer::StatusOr<std::shared_ptr<const CompiledGrammar>> g =
-      mode % 3 == 0   ? compiler.CompileJsonSchema(text)
-      : mode % 3 == 1 ? compiler.CompileRegex(text)
-                      : compiler.CompileEbnf(text);
-  if (!g.ok()) {
-    CHECK(g.status().code() == deepinfer::StatusCode::kInvalidArgument)
-        << "a refused grammar must be InvalidArgument: " << g.status().ToString();
-    return 0;
+  const auto check = [mode](const deepinfer::StatusOr<std::shared_ptr<const CompiledGrammar>>& g) {
+    if (!g.ok()) {
+      CHECK(g.status().code() == deepinfer::StatusCode::kInvalidArgument)
+          << "a refused grammar must be InvalidArgument: " << g.status().ToString();
+      return;
+    }
+    Walk(*g, mode);
+  };
+  if (mode % 3 == 0) {
+    for (const bool strict : {true, false}) {
+      deepinfer::structured::JsonSchemaOptions options;
+      options.strict = strict;
+      check(compiler.CompileJsonSchema(text, options));
+    }
+  } else {
+    check(mode % 3 == 1 ? compiler.CompileRegex(text) : compiler.CompileEbnf(text));
   }
-  Walk(*g, mode);
   return 0;
 }

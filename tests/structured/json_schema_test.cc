@@ -11,6 +11,7 @@ namespace {
 
 using testing::ByteVocabulary;
 using testing::FullMatch;
+using testing::NotStrict;
 
 using testing::Schema;
 
@@ -351,7 +352,7 @@ TEST(JsonSchema, IntegerMultipleOfIsARemainderAutomaton) {
   for (const char* ok : {"0", "7", "-14", "700", "9999997"}) EXPECT_TRUE(FullMatch(g, ok)) << ok;
   for (const char* bad : {"1", "-6", "701", "07", "-0", "7.0", "7.5"})
     EXPECT_FALSE(FullMatch(g, bad)) << bad;
-  auto spelled = Schema(R"({"type": "integer", "multipleOf": 7})", {.strict = false});
+  auto spelled = Schema(R"({"type": "integer", "multipleOf": 7})", NotStrict());
   for (const char* ok : {"7.0", "-14.00"}) EXPECT_TRUE(FullMatch(spelled, ok)) << ok;
   for (const char* bad : {"7.5", "7.", "8.0"}) EXPECT_FALSE(FullMatch(spelled, bad)) << bad;
   auto n = Schema(R"({"type": "number", "multipleOf": 250})");
@@ -729,10 +730,10 @@ TEST(JsonSchema, JsonObjectModeAcceptsAnyObjectOnly) {
 // Strict, an integer has no fraction (typed consumers refuse 1.0).
 TEST(JsonSchema, IntegersMayBeWrittenWithAZeroFractionWhenNotStrict) {
   EXPECT_FALSE(FullMatch(Schema(R"({"type": "integer"})"), "1.0"));
-  auto any = Schema(R"({"type": "integer"})", {.strict = false});
+  auto any = Schema(R"({"type": "integer"})", NotStrict());
   for (const char* ok : {"1", "1.0", "-3.000", "0.0"}) EXPECT_TRUE(FullMatch(any, ok)) << ok;
   for (const char* bad : {"1.5", "1.", "1.01", "1e0"}) EXPECT_FALSE(FullMatch(any, bad)) << bad;
-  auto bounded = Schema(R"({"type": "integer", "minimum": 2, "maximum": 5})", {.strict = false});
+  auto bounded = Schema(R"({"type": "integer", "minimum": 2, "maximum": 5})", NotStrict());
   EXPECT_TRUE(FullMatch(bounded, "2.0"));
   EXPECT_FALSE(FullMatch(bounded, "1.0"));
   EXPECT_FALSE(FullMatch(bounded, "6.0"));
@@ -743,7 +744,7 @@ TEST(JsonSchema, IntegersMayBeWrittenWithAZeroFractionWhenNotStrict) {
 TEST(JsonSchema, ConstAndEnumAcceptEveryEqualValueWhenNotStrict) {
   EXPECT_FALSE(FullMatch(Schema(R"({"const": 1})"), "1.0"));
   EXPECT_FALSE(FullMatch(Schema(R"({"const": {"a": 1, "b": 2}})"), R"({"b":2,"a":1})"));
-  const JsonSchemaOptions open{.strict = false};
+  const JsonSchemaOptions open = NotStrict();
   auto one = Schema(R"({"const": 1})", open);
   for (const char* ok : {"1", "1.0", "1.00"}) EXPECT_TRUE(FullMatch(one, ok)) << ok;
   for (const char* bad : {"true", "1.5", "10", "\"1\""}) EXPECT_FALSE(FullMatch(one, bad)) << bad;
@@ -770,16 +771,15 @@ TEST(JsonSchema, ConstAndEnumAcceptEveryEqualValueWhenNotStrict) {
 TEST(JsonSchema, NotStrictAllowsKeysTheSchemaDoesNotList) {
   const std::string named = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
   auto strict = Schema(named);
-  auto open = Schema(named, {.strict = false});
+  auto open = Schema(named, NotStrict());
   EXPECT_FALSE(FullMatch(strict, R"({"a":1,"x":[true]})"));
   EXPECT_TRUE(FullMatch(open, R"({"a":1,"x":[true]})"));
   EXPECT_TRUE(FullMatch(open, R"({"x":"y"})"));
   EXPECT_FALSE(FullMatch(open, R"({"a":"s"})"));
   EXPECT_FALSE(FullMatch(open, R"({"a":1,"a":2})"));  // a listed key is never an extra one
-  auto closed =
-      Schema(R"({"properties": {"a": {}}, "additionalProperties": false})", {.strict = false});
+  auto closed = Schema(R"({"properties": {"a": {}}, "additionalProperties": false})", NotStrict());
   EXPECT_FALSE(FullMatch(closed, R"({"a":1,"x":2})"));
-  auto deps = Schema(R"({"dependentRequired": {"bar": ["foo"]}})", {.strict = false});
+  auto deps = Schema(R"({"dependentRequired": {"bar": ["foo"]}})", NotStrict());
   EXPECT_TRUE(FullMatch(deps, R"({"foo":1,"bar":2})"));
   EXPECT_TRUE(FullMatch(deps, R"({"foo":1,"x":2})"));
   EXPECT_FALSE(FullMatch(deps, R"({"bar":2})"));  // bar needs foo
@@ -787,7 +787,7 @@ TEST(JsonSchema, NotStrictAllowsKeysTheSchemaDoesNotList) {
   const std::string one_of = R"({"oneOf": [{"properties": {"a": {}}, "required": ["a"]},
       {"properties": {"b": {}}, "required": ["b"]}]})";
   EXPECT_NE(Schema(one_of), nullptr);
-  auto e = JsonSchemaToEbnf(one_of, {.strict = false});
+  auto e = JsonSchemaToEbnf(one_of, NotStrict());
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("overlapping"), std::string::npos) << e.status().message();
 }
@@ -865,7 +865,7 @@ TEST(JsonSchema, MultipleOfWithASignBound) {
   ASSERT_FALSE(bounded.ok());
   EXPECT_NE(bounded.status().message().find("multipleOf"), std::string::npos);
   // Multiples of a whole m are whole numbers: 4.0 when not strict.
-  auto whole = Schema(R"({"type": "number", "multipleOf": 2})", {.strict = false});
+  auto whole = Schema(R"({"type": "number", "multipleOf": 2})", NotStrict());
   EXPECT_TRUE(FullMatch(whole, "4.0"));
   EXPECT_FALSE(FullMatch(whole, "3.0"));
 }
@@ -893,7 +893,7 @@ TEST(JsonSchema, AdditionalPropertiesFalseKeepsOutTheOtherSidesProperties) {
 // Not strict, objects of a few properties take them in any order, with dependencies and counts
 // checked over the set written; extra keys meet propertyNames where no name is listed.
 TEST(JsonSchema, NotStrictObjectsInAnyOrderWithDependenciesAndCounts) {
-  const JsonSchemaOptions open{.strict = false};
+  const JsonSchemaOptions open = NotStrict();
   auto deps = Schema(R"({"properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired":
       {"c": ["a"]}, "additionalProperties": false, "maxProperties": 2})",
                      open);

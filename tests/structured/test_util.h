@@ -29,6 +29,13 @@ inline bool FullMatch(const std::shared_ptr<const CompiledGrammar>& g, const std
   return m.AcceptBytes(text) && m.CanEnd();
 }
 
+// JsonSchemaOptions with strict off (the specification's reading).
+inline JsonSchemaOptions NotStrict() {
+  JsonSchemaOptions options;
+  options.strict = false;
+  return options;
+}
+
 // A JSON Schema compiled over the byte vocabulary (a failure is a test failure and nullptr).
 inline std::shared_ptr<const CompiledGrammar> Schema(const std::string& schema,
                                                      const JsonSchemaOptions& options = {}) {

@@ -698,7 +698,13 @@ class Converter {
             t == vt || (t == "number" && vt == "integer") || (t == "integer" && IntegralNumber(v));
       }
       if (!ok) continue;
-      DI_ASSIGN_OR_RETURN(std::string spellings, ValueSpellings(v, hint + "_e"));
+      // A whole double where only integers are allowed is written as an integer (strict mode
+      // writes one spelling, and integers there have no fraction).
+      const bool integer_only =
+          !types.empty() && std::find(types.begin(), types.end(), "number") == types.end() &&
+          vt == "number" && IntegralNumber(v) && std::fabs(v.get<double>()) <= 9007199254740992.0;
+      const Json value = integer_only ? Json(static_cast<int64_t>(v.get<double>())) : v;
+      DI_ASSIGN_OR_RETURN(std::string spellings, ValueSpellings(value, hint + "_e"));
       body += (body.empty() ? "" : " | ") + spellings;
     }
     if (body.empty()) return InvalidArgument("no 'enum' value has the schema's type");

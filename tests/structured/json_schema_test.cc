@@ -760,9 +760,13 @@ TEST(JsonSchema, ConstAndEnumAcceptEveryEqualValueWhenNotStrict) {
   EXPECT_FALSE(FullMatch(object, R"({"a":1})"));                                    // b missing
   EXPECT_FALSE(FullMatch(object, R"({"a":1,"a":1,"b":[0,{"c":null,"d":true}]})"));  // twice
   EXPECT_FALSE(FullMatch(object, R"({"b":[{"c":null,"d":true},0],"a":1})"));        // array order
-  // Integer-typed enum members written as 1.0 count as integers.
+  // Integer-typed enum members written as 1.0 count as integers (strict: written as 1).
   auto typed = Schema(R"({"type": "integer", "enum": [1.0, 2.5]})", open);
   EXPECT_TRUE(FullMatch(typed, "1"));
+  auto typed_strict = Schema(R"({"type": "integer", "enum": [1.0, 2.5]})");
+  EXPECT_TRUE(FullMatch(typed_strict, "1"));
+  EXPECT_FALSE(FullMatch(typed_strict, "1.0"));
+  EXPECT_FALSE(FullMatch(typed_strict, "2.5"));
   EXPECT_FALSE(FullMatch(typed, "2.5"));
 }
 

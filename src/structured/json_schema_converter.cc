@@ -700,10 +700,10 @@ class Converter {
       if (!ok) continue;
       // A whole double where only integers are allowed is written as an integer (strict mode
       // writes one spelling, and integers there have no fraction).
+      const std::optional<int64_t> whole = WholeDouble(v);
       const bool integer_only =
-          !types.empty() && std::find(types.begin(), types.end(), "number") == types.end() &&
-          vt == "number" && IntegralNumber(v) && std::fabs(v.get<double>()) <= 9007199254740992.0;
-      const Json value = integer_only ? Json(static_cast<int64_t>(v.get<double>())) : v;
+          whole && !types.empty() && std::find(types.begin(), types.end(), "number") == types.end();
+      const Json value = integer_only ? Json(*whole) : v;
       DI_ASSIGN_OR_RETURN(std::string spellings, ValueSpellings(value, hint + "_e"));
       body += (body.empty() ? "" : " | ") + spellings;
     }
@@ -1712,10 +1712,9 @@ class Converter {
   // with an optional fraction of zeros; any other value as written, with trailing zeros after a
   // fraction (a value written with an exponent: as written only).
   static std::string NumberSpellings(const Json& v) {
-    const double d = v.get<double>();
-    if (v.is_number_integer() || (std::fabs(d) <= 9007199254740992.0 && d == std::trunc(d))) {
-      const std::string digits =
-          v.is_number_integer() ? v.dump() : std::to_string(static_cast<int64_t>(d));
+    const std::optional<int64_t> whole = WholeDouble(v);
+    if (v.is_number_integer() || whole) {
+      const std::string digits = whole ? std::to_string(*whole) : v.dump();
       return "(" + EbnfQuote(digits) + " (\".\" \"0\"+)?)";
     }
     const std::string text = v.dump();

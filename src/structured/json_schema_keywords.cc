@@ -87,6 +87,13 @@ bool IntegralNumber(const Json& v) {
          std::floor(v.get<double>()) == v.get<double>();
 }
 
+std::optional<int64_t> WholeDouble(const Json& v) {
+  if (!v.is_number_float()) return std::nullopt;
+  const double d = v.get<double>();
+  if (!(std::fabs(d) <= 9007199254740992.0) || d != std::trunc(d)) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
 std::string JsonTypeOf(const Json& v) {
   if (v.is_null()) return "null";
   if (v.is_boolean()) return "boolean";

@@ -2,7 +2,9 @@
 // or handled, the JSON type of a value, and the allOf merge of two schemas.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +35,9 @@ std::string JsonTypeOf(const Json& v);
 
 // Whether `v` is a number JSON Schema counts as an integer (1 and 1.0 are; 1.5 is not).
 bool IntegralNumber(const Json& v);
+// The value of a whole number held as a double (1.0, -2.0) within +-2^53, where every integer is
+// exact; nullopt for any other value (integers held as integers included).
+std::optional<int64_t> WholeDouble(const Json& v);
 // The names a `type` value gives (one name, or an array of names); InvalidArgument otherwise.
 StatusOr<std::vector<std::string>> TypeNames(const Json& type);
 // The types two `type` values (a name or an array of names) share (integer where one says

@@ -12,14 +12,15 @@
 // compiled constraint, the stop token (EOS) last: accepted when every token and the stop token are
 // allowed. So it checks exactly what constrained decoding would let through, tokenization included.
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/structured_outputs.h"
 #include "structured/grammar_matcher.h"
+#include "structured/json_schema_keywords.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/engine_setup.h"
@@ -47,11 +48,8 @@ StatusOr<bool> Accepts(const tokenizer::Tokenizer& tok,
 // (9007199254740992.0 in the input) is written 9007199254740992.0, as Python and JavaScript write
 // it, not 9.007199254740992e+15: the grammar's numbers have no exponent.
 std::string Compact(const Json& v) {
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::fabs(d) <= 9007199254740992.0 && d == std::trunc(d)) {
-      return std::to_string(static_cast<int64_t>(d)) + ".0";
-    }
+  if (const std::optional<int64_t> whole = structured::WholeDouble(v)) {
+    return std::to_string(*whole) + ".0";
   }
   if (v.is_array()) {
     std::string out = "[";

@@ -125,7 +125,7 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
     shallow_key.back() = -2;
   }
   if (twin_key == key && shallow_key.empty()) {
-    Walk(key, v.sorted_ids(), v.sorted_lcp(), {}, entry.get());
+    Walk(key, v.all_ranks(), v.sorted_lcp(), {}, entry.get());
     return entry;
   }
   // Per token: open (walked), accepted or rejected. A base accepts its accepted tokens of at
@@ -138,7 +138,7 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
     std::fill(mine.begin(), mine.end(), kRejected);
     auto accept = [&](int32_t id) {
       mine[static_cast<size_t>(id)] =
-          static_cast<int64_t>(v.bytes(id).size()) <= max_bytes ? kAccepted : kOpen;
+          static_cast<int64_t>(v.view(id).size()) <= max_bytes ? kAccepted : kOpen;
     };
     if (!base.accepted_bits.empty()) {
       for (int32_t id = 0; id < v.size(); ++id) {
@@ -147,7 +147,7 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
     } else {
       for (int32_t id : base.accepted_ids) accept(id);
     }
-    for (int32_t id : base.uncertain_ids) mine[static_cast<size_t>(id)] = kOpen;
+    for (int32_t r : base.uncertain_ranks) mine[static_cast<size_t>(v.sorted_ids()[r])] = kOpen;
     for (size_t id = 0; id < verdict.size(); ++id) {
       if (verdict[id] == kOpen) verdict[id] = mine[id];
     }
@@ -159,23 +159,23 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
     if (verdict[static_cast<size_t>(id)] == kAccepted) accepted.push_back(id);
   }
   // The tokens to walk in byte order, each with its common prefix with the one before.
-  std::vector<int32_t> ids;
+  std::vector<int32_t> ranks;
   std::vector<uint16_t> lcp;
   uint16_t run = 0;
   for (size_t i = 0; i < v.sorted_ids().size(); ++i) {
     if (i > 0) run = std::min(run, v.sorted_lcp()[i]);
     const int32_t id = v.sorted_ids()[i];
     if (verdict[static_cast<size_t>(id)] != kOpen) continue;
-    ids.push_back(id);
-    lcp.push_back(ids.size() == 1 ? 0 : run);
+    ranks.push_back(static_cast<int32_t>(i));
+    lcp.push_back(ranks.size() == 1 ? 0 : run);
     run = std::numeric_limits<uint16_t>::max();
   }
-  Walk(key, ids, lcp, std::move(accepted), entry.get());
+  Walk(key, ranks, lcp, std::move(accepted), entry.get());
   ++derived_;
   return entry;
 }
 
-void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int32_t> ids,
+void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int32_t> ranks,
                            std::span<const uint16_t> lcp, std::vector<int32_t> accepted,
                            MaskEntry* entry) const {
   // Rebuild the cut-off stack in our own space, bottom first.
@@ -186,13 +186,13 @@ void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int3
   const int32_t start = space_.SingleTopState(top);
 
   const Vocabulary& v = *vocab_;
-  std::vector<int32_t>& uncertain = entry->uncertain_ids;
-  WalkTokens(space_, start, ids, lcp, v.all_bytes(), walk_states_, walk_context_,
-             [&](int32_t id, TokenVerdict verdict) {
+  std::vector<int32_t>& uncertain = entry->uncertain_ranks;
+  WalkTokens(space_, start, ranks, lcp, v, walk_states_, walk_context_,
+             [&](int32_t rank, TokenVerdict verdict) {
                if (verdict == TokenVerdict::kAccepted) {
-                 accepted.push_back(id);
+                 accepted.push_back(v.sorted_ids()[static_cast<size_t>(rank)]);
                } else if (verdict == TokenVerdict::kUncertain) {
-                 uncertain.push_back(id);
+                 uncertain.push_back(rank);
                }
              });
   const int depth = static_cast<int>(key.size()) - 2;
@@ -200,8 +200,8 @@ void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int3
   entry->refine = uncertain.size() > refine_threshold_ && !exact && depth < kMaxKeyDepth;
   entry->uncertain_lcp.assign(uncertain.size(), 0);
   for (size_t i = 1; i < uncertain.size(); ++i) {
-    const std::string& a = v.bytes(uncertain[i - 1]);
-    const std::string& b = v.bytes(uncertain[i]);
+    const std::string_view a = v.sorted_view(uncertain[i - 1]);
+    const std::string_view b = v.sorted_view(uncertain[i]);
     size_t k = 0;
     while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
     entry->uncertain_lcp[i] = static_cast<uint16_t>(k);

@@ -57,7 +57,7 @@ class CompiledGrammar {
                           // deriving the deeper entries)
     std::vector<uint32_t> accepted_bits;  // a full bitmask, or empty when accepted_ids is used
     std::vector<int32_t> accepted_ids;
-    std::vector<int32_t> uncertain_ids;  // in byte order
+    std::vector<int32_t> uncertain_ranks;  // ranks in the vocabulary's byte order, ascending
     std::vector<uint16_t> uncertain_lcp;
   };
   // More uncertain tokens than this make an entry ask for a deeper key (up to kMaxKeyDepth); the
@@ -86,10 +86,10 @@ class CompiledGrammar {
   std::unique_ptr<MaskEntry> Compute(const std::vector<int32_t>& key) const;
   // Lookup with mu_ held.
   const MaskEntry& LookupLocked(const std::vector<int32_t>& key) const;
-  // The verdicts of `ids` (a byte-ordered subset of the vocabulary, lcp as WalkTokens wants)
+  // The verdicts of `ranks` (ascending ranks of the vocabulary's byte order, lcp as WalkTokens wants)
   // from the key's single top state into `entry` (accepted ids appended to `accepted`), then
   // the entry finished (refine, lcp of the uncertain ones, bitmask or id list).
-  void Walk(const std::vector<int32_t>& key, std::span<const int32_t> ids,
+  void Walk(const std::vector<int32_t>& key, std::span<const int32_t> ranks,
             std::span<const uint16_t> lcp, std::vector<int32_t> accepted, MaskEntry* entry) const;
   void MapRepeatChains();
 

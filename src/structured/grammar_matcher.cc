@@ -68,11 +68,13 @@ void GrammarMatcher::AddTopMask(int32_t top, uint32_t* bits) {
   } else {
     for (int32_t id : entry->accepted_ids) bits[id >> 5] |= 1u << (id & 31);
   }
-  if (entry->uncertain_ids.empty()) return;
-  WalkTokens(space_, space_.SingleTopState(top), entry->uncertain_ids, entry->uncertain_lcp,
-             compiled_->vocabulary().all_bytes(), walk_states_, walk_context_,
-             [&](int32_t id, TokenVerdict verdict) {
-               if (verdict == TokenVerdict::kAccepted) bits[id >> 5] |= 1u << (id & 31);
+  if (entry->uncertain_ranks.empty()) return;
+  const Vocabulary& v = compiled_->vocabulary();
+  WalkTokens(space_, space_.SingleTopState(top), entry->uncertain_ranks, entry->uncertain_lcp, v,
+             walk_states_, walk_context_, [&](int32_t rank, TokenVerdict verdict) {
+               if (verdict != TokenVerdict::kAccepted) return;
+               const int32_t id = v.sorted_ids()[static_cast<size_t>(rank)];
+               bits[id >> 5] |= 1u << (id & 31);
              });
 }
 

@@ -9,18 +9,19 @@ using Kind = Grammar::ElementKind;
 StateSpace::StateSpace(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {}
 
 int32_t StateSpace::InternNode(int32_t elem, int32_t sub, int32_t parent) {
-  uint64_t h = (static_cast<uint64_t>(static_cast<uint32_t>(elem)) * 0x9E3779B97F4A7C15ull) ^
-               (static_cast<uint64_t>(static_cast<uint32_t>(sub)) << 32) ^
-               (static_cast<uint64_t>(static_cast<uint32_t>(parent)) * 0xC2B2AE3D27D4EB4Full);
-  std::vector<int32_t>& bucket = node_index_[h];
-  for (int32_t id : bucket) {
-    const Node& n = nodes_[id];
-    if (n.elem == elem && n.sub == sub && n.parent == parent) return id;
-  }
+  const uint64_t h =
+      MixIds(MixIds(MixIds(0, static_cast<uint32_t>(elem)), static_cast<uint32_t>(sub)),
+             static_cast<uint32_t>(parent));
+  const int32_t found = node_index_.Find(h, [&](int32_t id) {
+    const Node& n = nodes_[static_cast<size_t>(id)];
+    return n.elem == elem && n.sub == sub && n.parent == parent;
+  });
+  if (found >= 0) return found;
+  const auto id = static_cast<int32_t>(nodes_.size());
   nodes_.push_back({elem, sub, parent});
   parent_cost_.push_back(-1);
-  bucket.push_back(static_cast<int32_t>(nodes_.size() - 1));
-  return bucket.back();
+  node_index_.Insert(h, id);
+  return id;
 }
 
 void StateSpace::Settle(int32_t elem0, int32_t parent0) {
@@ -67,13 +68,17 @@ void StateSpace::Settle(int32_t elem0, int32_t parent0) {
 int32_t StateSpace::InternState() {
   std::sort(scratch_tops_.begin(), scratch_tops_.end());
   scratch_tops_.erase(std::unique(scratch_tops_.begin(), scratch_tops_.end()), scratch_tops_.end());
-  std::string key(reinterpret_cast<const char*>(scratch_tops_.data()),
-                  scratch_tops_.size() * sizeof(int32_t));
-  key.push_back(static_cast<char>((scratch_end_ ? 1 : 0) | (scratch_context_ ? 2 : 0)));
-  auto [it, inserted] = state_index_.try_emplace(std::move(key), 0);
-  if (!inserted) return it->second;
-  const int32_t id = static_cast<int32_t>(states_.size());
-  it->second = id;
+  uint64_t h = MixIds(0, (scratch_end_ ? 1u : 0u) | (scratch_context_ ? 2u : 0u));
+  for (int32_t t : scratch_tops_) h = MixIds(h, static_cast<uint32_t>(t));
+  const int32_t found = state_index_.Find(h, [&](int32_t id) {
+    const StateInfo& s = states_[static_cast<size_t>(id)];
+    return s.can_end == scratch_end_ && s.reached_context == scratch_context_ &&
+           std::equal(top_pool_.begin() + s.begin, top_pool_.begin() + s.end,
+                      scratch_tops_.begin(), scratch_tops_.end());
+  });
+  if (found >= 0) return found;
+  const auto id = static_cast<int32_t>(states_.size());
+  state_index_.Insert(h, id);
   states_.push_back({static_cast<int32_t>(top_pool_.size()),
                      static_cast<int32_t>(top_pool_.size() + scratch_tops_.size()), scratch_end_,
                      scratch_context_});
@@ -100,12 +105,12 @@ int32_t StateSpace::SingleTopState(int32_t top) {
 
 int32_t StateSpace::ComputeStep(int32_t state, uint8_t byte) {
   const auto& elements = grammar_->elements();
-  // Copy the tops: Settle may grow top_pool_ only through InternState, but keep it simple.
-  std::vector<int32_t> from(tops(state).begin(), tops(state).end());
+  // Copy the tops: InternState (at the end) grows top_pool_.
+  step_from_.assign(tops(state).begin(), tops(state).end());
   scratch_tops_.clear();
   visited_.clear();
   scratch_end_ = scratch_context_ = false;
-  for (int32_t t : from) {
+  for (int32_t t : step_from_) {
     const Node n = nodes_[t];
     const Grammar::Element& el = elements[n.elem];
     if (el.kind == Kind::kLiteral) {

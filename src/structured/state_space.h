@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "structured/grammar.h"
+#include "structured/id_table.h"
+#include "structured/vocabulary.h"
 
 namespace deepinfer::structured {
 
@@ -80,16 +82,16 @@ class StateSpace {
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, std::vector<int32_t>> node_index_;  // hash -> candidate ids
+  IdTable node_index_;  // (elem, sub, parent) -> node id
   std::vector<StateInfo> states_;
   std::vector<int32_t> top_pool_;
-  std::unordered_map<std::string, int32_t> state_index_;
+  IdTable state_index_;  // (tops, flags) -> state id
   std::vector<int32_t> transitions_;  // [state * 256 + byte], -1 unknown
   std::vector<int64_t> parent_cost_;  // per node, -1 unknown
   int32_t initial_ = -1;
 
   // Scratch for ComputeStep / Settle.
-  std::vector<int32_t> scratch_tops_;
+  std::vector<int32_t> scratch_tops_, step_from_;
   std::vector<std::pair<int32_t, int32_t>> visited_, work_;
   bool scratch_end_ = false, scratch_context_ = false;
 };
@@ -100,30 +102,30 @@ namespace deepinfer::structured {
 
 enum class TokenVerdict : uint8_t { kAccepted, kRejected, kUncertain };
 
-// Walks tokens (given in byte order, lcp[i] = common prefix with token i-1 of this list) from
-// `start`, sharing the steps of common prefixes and skipping every token under a dead prefix.
-// A token is kAccepted when all its bytes are consumed with some frame still alive (or the root
-// ended exactly at its last byte), kUncertain when it was not accepted but some path popped
-// into the cut-off context on the way, kRejected otherwise. visit(token_id, verdict) is called
-// for every token. `depth_states`/`depth_context` are scratch (reused between calls).
+// Walks tokens given by their ranks in vocab's byte order (ascending; lcp[i] = common prefix
+// with token i-1 of this list) from `start`, sharing the steps of common prefixes and skipping
+// every token under a dead prefix. A token is kAccepted when all its bytes are consumed with some
+// frame still alive (or the root ended exactly at its last byte), kUncertain when it was not
+// accepted but some path popped into the cut-off context on the way, kRejected otherwise.
+// visit(rank, verdict) is called for every token (its id: vocab.sorted_ids()[rank]).
+// `depth_states`/`depth_context` are scratch (reused between calls).
 template <typename Visit>
-void WalkTokens(StateSpace& space, int32_t start, std::span<const int32_t> ids,
-                std::span<const uint16_t> lcp, const std::vector<std::string>& all_bytes,
+void WalkTokens(StateSpace& space, int32_t start, std::span<const int32_t> ranks,
+                std::span<const uint16_t> lcp, const Vocabulary& vocab,
                 std::vector<int32_t>& depth_states, std::vector<uint8_t>& depth_context,
                 Visit&& visit) {
   constexpr size_t kAlive = static_cast<size_t>(-1);
-  size_t max_len = 0;
-  for (int32_t id : ids) max_len = std::max(max_len, all_bytes[id].size());
+  const size_t max_len = vocab.max_token_bytes();  // every usable token's length bound
   depth_states.resize(max_len + 1);
   depth_context.resize(max_len + 1);
   depth_states[0] = start;
   depth_context[0] = 0;
   size_t dead = kAlive;  // depth at which the last walked prefix died
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string& b = all_bytes[ids[i]];
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const std::string_view b = vocab.sorted_view(ranks[i]);
     const size_t l = i == 0 ? 0 : lcp[i];
     if (dead != kAlive && dead <= l) {
-      visit(ids[i], depth_context[dead] ? TokenVerdict::kUncertain : TokenVerdict::kRejected);
+      visit(ranks[i], depth_context[dead] ? TokenVerdict::kUncertain : TokenVerdict::kRejected);
       continue;
     }
     dead = kAlive;
@@ -137,9 +139,9 @@ void WalkTokens(StateSpace& space, int32_t start, std::span<const int32_t> ids,
       }
     }
     if (dead == kAlive || (dead == b.size() && space.can_end(depth_states[dead]))) {
-      visit(ids[i], TokenVerdict::kAccepted);
+      visit(ranks[i], TokenVerdict::kAccepted);
     } else {
-      visit(ids[i], depth_context[dead] ? TokenVerdict::kUncertain : TokenVerdict::kRejected);
+      visit(ranks[i], depth_context[dead] ? TokenVerdict::kUncertain : TokenVerdict::kRejected);
     }
   }
 }

@@ -47,6 +47,30 @@ StatusOr<std::shared_ptr<const Vocabulary>> Vocabulary::Create(std::vector<std::
       v->lcp_[i] = static_cast<uint16_t>(k);
     }
   }
+  // The contiguous copy: sorted usable ids first, then the rest in id order.
+  std::vector<bool> placed(static_cast<size_t>(n), false);
+  v->spans_.assign(static_cast<size_t>(n), Span{0, 0});
+  auto place = [&](int32_t id) {
+    const std::string& b = v->bytes_[static_cast<size_t>(id)];
+    v->spans_[static_cast<size_t>(id)] = {static_cast<uint32_t>(v->blob_.size()),
+                                          static_cast<uint32_t>(b.size())};
+    v->blob_ += b;
+    placed[static_cast<size_t>(id)] = true;
+  };
+  size_t total = 0;
+  for (const std::string& b : v->bytes_) total += b.size();
+  if (total > 0xFFFFFFFFu) return InvalidArgument("vocabulary: token bytes exceed 4 GiB");
+  v->blob_.reserve(total);
+  for (int32_t id : v->sorted_) {
+    v->sorted_offsets_.push_back(static_cast<uint32_t>(v->blob_.size()));
+    place(id);
+  }
+  v->sorted_offsets_.push_back(static_cast<uint32_t>(v->blob_.size()));
+  v->all_ranks_.resize(v->sorted_.size());
+  for (size_t r = 0; r < v->all_ranks_.size(); ++r) v->all_ranks_[r] = static_cast<int32_t>(r);
+  for (int32_t id = 0; id < n; ++id) {
+    if (!placed[static_cast<size_t>(id)]) place(id);
+  }
   for (int32_t id = 0; id < n; ++id) {
     h = (h ^ std::hash<std::string>()(v->bytes_[id])) * 1099511628211ull;
     h = (h ^ (v->usable_[id] ? 1 : 0) ^ (v->is_stop_[id] ? 2 : 0)) * 1099511628211ull;

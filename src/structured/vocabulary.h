@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -37,7 +38,19 @@ class Vocabulary {
   int32_t size() const { return static_cast<int32_t>(bytes_.size()); }
   int32_t n_words() const { return (size() + 31) / 32; }
   const std::string& bytes(int32_t id) const { return bytes_[id]; }
-  const std::vector<std::string>& all_bytes() const { return bytes_; }
+  // The same bytes from one contiguous copy laid out in byte order (usable ids first).
+  std::string_view view(int32_t id) const {
+    const Span s = spans_[static_cast<size_t>(id)];
+    return {blob_.data() + s.offset, s.length};
+  }
+  // The bytes of sorted_ids()[rank]: vocabulary walks go by rank and read the copy front to back
+  // (a heap string or a span per id costs a cache miss per token).
+  std::string_view sorted_view(int32_t rank) const {
+    const auto r = static_cast<size_t>(rank);
+    return {blob_.data() + sorted_offsets_[r], sorted_offsets_[r + 1] - sorted_offsets_[r]};
+  }
+  // 0, 1, ..., sorted_ids().size() - 1: every rank, for a walk over the whole vocabulary.
+  const std::vector<int32_t>& all_ranks() const { return all_ranks_; }
   bool usable(int32_t id) const { return usable_[id]; }
   bool IsStop(int32_t id) const { return is_stop_[id]; }
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
@@ -49,7 +62,14 @@ class Vocabulary {
   uint64_t fingerprint() const { return fingerprint_; }
 
  private:
+  struct Span {
+    uint32_t offset, length;
+  };
   std::vector<std::string> bytes_;
+  std::string blob_;
+  std::vector<Span> spans_;
+  std::vector<uint32_t> sorted_offsets_;  // [rank], one past the end: sorted ids' bytes in blob_
+  std::vector<int32_t> all_ranks_;
   std::vector<bool> usable_, is_stop_;
   std::vector<int32_t> stop_ids_, sorted_;
   std::vector<uint16_t> lcp_;

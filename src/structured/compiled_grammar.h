@@ -86,8 +86,8 @@ class CompiledGrammar {
   std::unique_ptr<MaskEntry> Compute(const std::vector<int32_t>& key) const;
   // Lookup with mu_ held.
   const MaskEntry& LookupLocked(const std::vector<int32_t>& key) const;
-  // The verdicts of `ranks` (ascending ranks of the vocabulary's byte order, lcp as WalkTokens wants)
-  // from the key's single top state into `entry` (accepted ids appended to `accepted`), then
+  // The verdicts of `ranks` (ascending ranks of the vocabulary's byte order, lcp as WalkTokens
+  // wants) from the key's single top state into `entry` (accepted ids appended to `accepted`), then
   // the entry finished (refine, lcp of the uncertain ones, bitmask or id list).
   void Walk(const std::vector<int32_t>& key, std::span<const int32_t> ranks,
             std::span<const uint16_t> lcp, std::vector<int32_t> accepted, MaskEntry* entry) const;

@@ -73,8 +73,8 @@ int32_t StateSpace::InternState() {
   const int32_t found = state_index_.Find(h, [&](int32_t id) {
     const StateInfo& s = states_[static_cast<size_t>(id)];
     return s.can_end == scratch_end_ && s.reached_context == scratch_context_ &&
-           std::equal(top_pool_.begin() + s.begin, top_pool_.begin() + s.end,
-                      scratch_tops_.begin(), scratch_tops_.end());
+           std::equal(top_pool_.begin() + s.begin, top_pool_.begin() + s.end, scratch_tops_.begin(),
+                      scratch_tops_.end());
   });
   if (found >= 0) return found;
   const auto id = static_cast<int32_t>(states_.size());

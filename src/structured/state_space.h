@@ -85,7 +85,7 @@ class StateSpace {
   IdTable node_index_;  // (elem, sub, parent) -> node id
   std::vector<StateInfo> states_;
   std::vector<int32_t> top_pool_;
-  IdTable state_index_;  // (tops, flags) -> state id
+  IdTable state_index_;               // (tops, flags) -> state id
   std::vector<int32_t> transitions_;  // [state * 256 + byte], -1 unknown
   std::vector<int64_t> parent_cost_;  // per node, -1 unknown
   int32_t initial_ = -1;

@@ -2,12 +2,19 @@
 // a tool-call schema: a walk of tokens is generated once (fixed seed: random tokens, then the
 // shortest completion), then replayed with a fresh matcher per iteration (a new request on an
 // already-compiled, cache-warm grammar); every mask is timed. Counters: median and p99 per
-// token in microseconds, and the first replay's (cold mask cache) median and max.
+// token in microseconds, and the first replay's (cold mask cache) median and max. The second
+// argument is the compile-time precompute budget in milliseconds (GrammarCompiler::
+// set_precompute_seconds; 0: every entry built on first use); compile_ms is the compile call.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "core/check.h"
 #include "structured/grammar_matcher.h"
@@ -109,10 +116,14 @@ void RunMaskBench(benchmark::State& state, const std::string& schema) {
   CHECK(tok.ok()) << tok.status().ToString();
   auto vocab = Vocabulary::FromTokenizer(**tok, 129280).value();
   GrammarCompiler compiler(vocab);
+  compiler.set_precompute_seconds(static_cast<double>(state.range(1)) * 1e-3);
   // The walk is generated on its own compiled grammar, so the measured one starts cold.
   auto walk = MakeWalk(GrammarCompiler(vocab).CompileJsonSchema(schema).value(),
                        static_cast<int>(state.range(0)));
+  const auto c0 = std::chrono::steady_clock::now();
   auto g = compiler.CompileJsonSchema(schema).value();
+  state.counters["compile_ms"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
   const std::vector<double> cold = Replay(g, walk);
   std::vector<double> all;
   for (auto _ : state) {
@@ -130,9 +141,63 @@ void RunMaskBench(benchmark::State& state, const std::string& schema) {
 }
 
 void BM_ToolCallMask(benchmark::State& state) { RunMaskBench(state, kToolSchema); }
-BENCHMARK(BM_ToolCallMask)->Arg(40)->Arg(150)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_ToolCallMask)
+    ->ArgsProduct({{40, 150}, {0, 1000}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 void BM_BoundedStringsMask(benchmark::State& state) { RunMaskBench(state, ManyBoundedStrings()); }
-BENCHMARK(BM_BoundedStringsMask)->Arg(150)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+// The schema corpus (tests/structured/data/schemas.jsonl: 71 shapes of real requests), each
+// compiled by a fresh compiler with the precompute budget of the argument (ms), then one walk
+// (40 random tokens, then the shortest completion) replayed on it: what a schema's first request
+// sees. Counters over all schemas: compile time p50 / p99 / max (ms) and how many finished their
+// precompute; mask time over every token of every first request, p50 / p99 / max (µs).
+void BM_CorpusFirstRequest(benchmark::State& state) {
+  auto tok = deepinfer::tokenizer::Tokenizer::Load(DEEPINFER_TOKENIZER_DIR);
+  CHECK(tok.ok()) << tok.status().ToString();
+  auto vocab = Vocabulary::FromTokenizer(**tok, 129280).value();
+  std::vector<std::string> schemas;
+  std::ifstream in(std::string(DEEPINFER_SOURCE_DIR) + "/tests/structured/data/schemas.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) schemas.push_back(nlohmann::json::parse(line)["schema"].dump());
+  }
+  CHECK(!schemas.empty());
+  // The walks, made once per process on grammars of their own (the measured ones start cold).
+  static std::map<std::string, std::vector<int32_t>> walks;
+  for (const std::string& schema : schemas) {
+    if (!walks.contains(schema)) {
+      walks[schema] = MakeWalk(GrammarCompiler(vocab).CompileJsonSchema(schema).value(), 40);
+    }
+  }
+  std::vector<double> compile_ms, mask_us;
+  double complete = 0;
+  for (auto _ : state) {
+    for (const std::string& schema : schemas) {
+      GrammarCompiler compiler(vocab);
+      compiler.set_precompute_seconds(static_cast<double>(state.range(0)) * 1e-3);
+      const auto c0 = std::chrono::steady_clock::now();
+      auto g = compiler.CompileJsonSchema(schema).value();
+      compile_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count());
+      if (state.range(0) > 0 && g->Precompute(0.0).complete) ++complete;
+      const std::vector<double> us = Replay(g, walks[schema]);
+      mask_us.insert(mask_us.end(), us.begin(), us.end());
+    }
+  }
+  state.counters["schemas"] = static_cast<double>(schemas.size());
+  state.counters["precomputed"] = complete / static_cast<double>(state.iterations());
+  state.counters["compile_p50_ms"] = Quantile(compile_ms, 0.5);
+  state.counters["compile_p99_ms"] = Quantile(compile_ms, 0.99);
+  state.counters["compile_max_ms"] = Quantile(compile_ms, 1.0);
+  state.counters["mask_p50_us"] = Quantile(mask_us, 0.5);
+  state.counters["mask_p99_us"] = Quantile(mask_us, 0.99);
+  state.counters["mask_max_us"] = Quantile(mask_us, 1.0);
+}
+BENCHMARK(BM_CorpusFirstRequest)->Arg(0)->Arg(1000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_BoundedStringsMask)
+    ->ArgsProduct({{150}, {0, 1000}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "structured/compiled_grammar.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <utility>
 
@@ -124,59 +125,101 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
     shallow_key.erase(shallow_key.end() - 2);
     shallow_key.back() = -2;
   }
+  const auto n_words = static_cast<size_t>(v.n_words());
+  std::vector<uint32_t> accepted(n_words, 0);
   if (twin_key == key && shallow_key.empty()) {
-    Walk(key, v.all_ranks(), v.sorted_lcp(), {}, entry.get());
+    Walk(key, v.all_ranks(), v.sorted_lcp(), &accepted, entry.get());
     return entry;
   }
-  // Per token: open (walked), accepted or rejected. A base accepts its accepted tokens of at
-  // most `max_bytes` bytes and rejects what it neither accepts nor leaves uncertain; a token
-  // one base leaves open takes the other's verdict (they never disagree: both are exact).
-  enum : uint8_t { kOpen, kAccepted, kRejected };
-  std::vector<uint8_t> verdict(static_cast<size_t>(v.size()), kOpen);
-  std::vector<uint8_t> mine(static_cast<size_t>(v.size()));
+  // Per token, as bits: still open (walked) or decided; decided tokens are accepted or
+  // rejected. A base decides what it does not leave uncertain, except that it accepts only its
+  // accepted tokens of at most `max_bytes` bytes (the longer ones stay open); a token one base
+  // leaves open takes the other's verdict (they never disagree: both are exact).
+  std::vector<uint32_t> open(n_words, ~0u), base_acc(n_words), base_open(n_words);
   auto apply = [&](const MaskEntry& base, int64_t max_bytes) {
-    std::fill(mine.begin(), mine.end(), kRejected);
-    auto accept = [&](int32_t id) {
-      mine[static_cast<size_t>(id)] =
-          static_cast<int64_t>(v.view(id).size()) <= max_bytes ? kAccepted : kOpen;
-    };
     if (!base.accepted_bits.empty()) {
-      for (int32_t id = 0; id < v.size(); ++id) {
-        if ((base.accepted_bits[static_cast<size_t>(id >> 5)] >> (id & 31)) & 1) accept(id);
-      }
+      base_acc = base.accepted_bits;
     } else {
-      for (int32_t id : base.accepted_ids) accept(id);
+      std::fill(base_acc.begin(), base_acc.end(), 0u);
+      for (int32_t id : base.accepted_ids) base_acc[id >> 5] |= 1u << (id & 31);
     }
-    for (int32_t r : base.uncertain_ranks) mine[static_cast<size_t>(v.sorted_ids()[r])] = kOpen;
-    for (size_t id = 0; id < verdict.size(); ++id) {
-      if (verdict[id] == kOpen) verdict[id] = mine[id];
+    std::fill(base_open.begin(), base_open.end(), 0u);
+    for (int32_t r : base.uncertain_ranks) {
+      const int32_t id = v.sorted_ids()[static_cast<size_t>(r)];
+      base_open[id >> 5] |= 1u << (id & 31);
+    }
+    if (max_bytes < static_cast<int64_t>(v.max_token_bytes())) {
+      const std::vector<uint32_t>& shorter = ShortTokenBits(max_bytes);
+      for (size_t w = 0; w < n_words; ++w) {
+        base_open[w] |= base_acc[w] & ~shorter[w];
+        base_acc[w] &= shorter[w];
+      }
+    }
+    for (size_t w = 0; w < n_words; ++w) {
+      accepted[w] |= open[w] & base_acc[w];
+      open[w] &= base_open[w];
     }
   };
   if (twin_key != key) apply(LookupLocked(twin_key), m);
   if (!shallow_key.empty()) apply(LookupLocked(shallow_key), std::numeric_limits<int64_t>::max());
-  std::vector<int32_t> accepted;
-  for (int32_t id = 0; id < v.size(); ++id) {
-    if (verdict[static_cast<size_t>(id)] == kAccepted) accepted.push_back(id);
-  }
-  // The tokens to walk in byte order, each with its common prefix with the one before.
+  // The open tokens to walk in byte order, each with its common prefix with the one before:
+  // few, from the bits (sorted by rank, prefixes compared); many, by a pass over the ranks.
+  size_t n_open = 0;
+  for (uint32_t w : open) n_open += static_cast<size_t>(std::popcount(w));
   std::vector<int32_t> ranks;
   std::vector<uint16_t> lcp;
-  uint16_t run = 0;
-  for (size_t i = 0; i < v.sorted_ids().size(); ++i) {
-    if (i > 0) run = std::min(run, v.sorted_lcp()[i]);
-    const int32_t id = v.sorted_ids()[i];
-    if (verdict[static_cast<size_t>(id)] != kOpen) continue;
-    ranks.push_back(static_cast<int32_t>(i));
-    lcp.push_back(ranks.size() == 1 ? 0 : run);
-    run = std::numeric_limits<uint16_t>::max();
+  if (n_open * 64 < v.sorted_ids().size()) {
+    for (size_t w = 0; w < n_words; ++w) {
+      for (uint32_t b = open[w]; b != 0; b &= b - 1) {
+        const int32_t rank = v.rank_of(static_cast<int32_t>(w * 32 + std::countr_zero(b)));
+        if (rank >= 0) ranks.push_back(rank);
+      }
+    }
+    std::sort(ranks.begin(), ranks.end());
+    lcp = CommonPrefixes(v, ranks);
+  } else {
+    uint16_t run = 0;
+    for (size_t i = 0; i < v.sorted_ids().size(); ++i) {
+      if (i > 0) run = std::min(run, v.sorted_lcp()[i]);
+      const int32_t id = v.sorted_ids()[i];
+      if (((open[static_cast<size_t>(id >> 5)] >> (id & 31)) & 1) == 0) continue;
+      ranks.push_back(static_cast<int32_t>(i));
+      lcp.push_back(ranks.size() == 1 ? 0 : run);
+      run = std::numeric_limits<uint16_t>::max();
+    }
   }
-  Walk(key, ranks, lcp, std::move(accepted), entry.get());
+  Walk(key, ranks, lcp, &accepted, entry.get());
   ++derived_;
   return entry;
 }
 
+std::vector<uint16_t> CompiledGrammar::CommonPrefixes(const Vocabulary& v,
+                                                      std::span<const int32_t> ranks) {
+  std::vector<uint16_t> lcp(ranks.size(), 0);
+  for (size_t i = 1; i < ranks.size(); ++i) {
+    const std::string_view a = v.sorted_view(ranks[i - 1]);
+    const std::string_view b = v.sorted_view(ranks[i]);
+    size_t k = 0;
+    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+    lcp[i] = static_cast<uint16_t>(k);
+  }
+  return lcp;
+}
+
+const std::vector<uint32_t>& CompiledGrammar::ShortTokenBits(int64_t max_bytes) const {
+  std::vector<uint32_t>& bits = short_token_bits_[max_bytes];
+  if (bits.empty()) {
+    const Vocabulary& v = *vocab_;
+    bits.assign(static_cast<size_t>(v.n_words()), 0u);
+    for (int32_t id = 0; id < v.size(); ++id) {
+      if (static_cast<int64_t>(v.view(id).size()) <= max_bytes) bits[id >> 5] |= 1u << (id & 31);
+    }
+  }
+  return bits;
+}
+
 void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int32_t> ranks,
-                           std::span<const uint16_t> lcp, std::vector<int32_t> accepted,
+                           std::span<const uint16_t> lcp, std::vector<uint32_t>* accepted,
                            MaskEntry* entry) const {
   // Rebuild the cut-off stack in our own space, bottom first.
   const bool exact = key.back() == -1;
@@ -187,10 +230,12 @@ void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int3
 
   const Vocabulary& v = *vocab_;
   std::vector<int32_t>& uncertain = entry->uncertain_ranks;
+  uint32_t* acc = accepted->data();
   WalkTokens(space_, start, ranks, lcp, v, walk_states_, walk_context_,
              [&](int32_t rank, TokenVerdict verdict) {
                if (verdict == TokenVerdict::kAccepted) {
-                 accepted.push_back(v.sorted_ids()[static_cast<size_t>(rank)]);
+                 const int32_t id = v.sorted_ids()[static_cast<size_t>(rank)];
+                 acc[id >> 5] |= 1u << (id & 31);
                } else if (verdict == TokenVerdict::kUncertain) {
                  uncertain.push_back(rank);
                }
@@ -198,25 +243,29 @@ void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int3
   const int depth = static_cast<int>(key.size()) - 2;
   // A refined entry keeps its verdicts: deeper keys are derived from them.
   entry->refine = uncertain.size() > refine_threshold_ && !exact && depth < kMaxKeyDepth;
-  entry->uncertain_lcp.assign(uncertain.size(), 0);
-  for (size_t i = 1; i < uncertain.size(); ++i) {
-    const std::string_view a = v.sorted_view(uncertain[i - 1]);
-    const std::string_view b = v.sorted_view(uncertain[i]);
-    size_t k = 0;
-    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
-    entry->uncertain_lcp[i] = static_cast<uint16_t>(k);
-  }
-  if (accepted.size() * 32 > static_cast<size_t>(v.size())) {
-    entry->accepted_bits.assign(v.n_words(), 0);
-    for (int32_t id : accepted) entry->accepted_bits[id >> 5] |= 1u << (id & 31);
+  entry->uncertain_lcp = CommonPrefixes(v, uncertain);
+  size_t n_accepted = 0;
+  for (uint32_t w : *accepted) n_accepted += static_cast<size_t>(std::popcount(w));
+  if (n_accepted * 32 > static_cast<size_t>(v.size())) {
+    entry->accepted_bits = std::move(*accepted);
   } else {
-    entry->accepted_ids = std::move(accepted);
+    entry->accepted_ids.reserve(n_accepted);
+    for (size_t w = 0; w < accepted->size(); ++w) {
+      for (uint32_t b = (*accepted)[w]; b != 0; b &= b - 1) {
+        entry->accepted_ids.push_back(static_cast<int32_t>(w * 32 + std::countr_zero(b)));
+      }
+    }
   }
 }
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached,
                                  size_t refine_threshold)
     : vocab_(std::move(vocab)), max_cached_(max_cached), refine_threshold_(refine_threshold) {}
+
+void GrammarCompiler::set_precompute_seconds(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  precompute_seconds_ = seconds;
+}
 
 size_t GrammarCompiler::cache_hits() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -243,6 +292,12 @@ StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Cached(
   DI_ASSIGN_OR_RETURN(std::shared_ptr<const Grammar> grammar, BuildEbnfGrammar(ebnf, root));
   auto compiled =
       std::make_shared<const CompiledGrammar>(std::move(grammar), vocab_, refine_threshold_);
+  double budget = 0.0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    budget = precompute_seconds_;
+  }
+  if (budget > 0.0) compiled->Precompute(budget);
   std::lock_guard<std::mutex> lock(mu_);
   if (cache_.size() >= max_cached_) cache_.clear();  // crude bound; grammars are cheap to rebuild
   cache_.emplace(key, compiled);

@@ -30,6 +30,15 @@
 // whatever lies below them, so only the shallower entry's uncertain tokens (over a thousand, not
 // the whole vocabulary) are walked. A key with both bases walks only what both leave open. The
 // derivations give exactly a full walk's entry.
+//
+// Precomputed entries. Built lazily, an entry costs its first matcher a vocabulary walk (a few
+// milliseconds; a new schema's first request pays one per distinct key). Precompute() builds
+// ahead of time the entries a matcher can ask for: every top position (each byte of a literal,
+// each class with each partial UTF-8 state), cut at each parent a frame there can have (a
+// non-tail reference to a rule that reaches the position's rule through tail references, or the
+// root), then, where an entry asks to refine, one parent deeper, and so on; shallow keys first,
+// within a time budget (the rest stay lazy). Entries are exact whoever builds them, so masks
+// never depend on the budget.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +85,14 @@ class CompiledGrammar {
   // as this object.
   const MaskEntry& Lookup(const std::vector<int32_t>& key) const;
   size_t n_entries() const;
+  // Builds the entries a matcher can ask for (see "Precomputed entries") until they are all
+  // built or `budget_seconds` have passed. Thread-safe.
+  struct PrecomputeStats {
+    size_t entries = 0;     // entries built by this call
+    bool complete = false;  // every key enumerated has its entry
+    double seconds = 0.0;
+  };
+  PrecomputeStats Precompute(double budget_seconds) const;
   // Of which derived from another entry (a bounded repetition's twin, or the key one parent
   // shallower: no whole-vocabulary walk).
   size_t n_derived_entries() const;
@@ -87,10 +104,15 @@ class CompiledGrammar {
   // Lookup with mu_ held.
   const MaskEntry& LookupLocked(const std::vector<int32_t>& key) const;
   // The verdicts of `ranks` (ascending ranks of the vocabulary's byte order, lcp as WalkTokens
-  // wants) from the key's single top state into `entry` (accepted ids appended to `accepted`), then
-  // the entry finished (refine, lcp of the uncertain ones, bitmask or id list).
+  // wants) from the key's single top state into `entry`: accepted ids set in the bitmask
+  // `accepted` (which holds the tokens decided accepted before), then the entry finished
+  // (refine, lcp of the uncertain ones, bitmask or id list).
   void Walk(const std::vector<int32_t>& key, std::span<const int32_t> ranks,
-            std::span<const uint16_t> lcp, std::vector<int32_t> accepted, MaskEntry* entry) const;
+            std::span<const uint16_t> lcp, std::vector<uint32_t>* accepted, MaskEntry* entry) const;
+  // lcp[i]: the common prefix of the tokens of ranks[i-1] and ranks[i] (0 at i = 0).
+  static std::vector<uint16_t> CommonPrefixes(const Vocabulary& v, std::span<const int32_t> ranks);
+  // Bits of the ids of at most max_bytes bytes (built once per length, with mu_ held).
+  const std::vector<uint32_t>& ShortTokenBits(int64_t max_bytes) const;
   void MapRepeatChains();
 
   std::shared_ptr<const Grammar> grammar_;
@@ -104,12 +126,14 @@ class CompiledGrammar {
   mutable std::mutex mu_;
   mutable StateSpace space_;
   mutable std::unordered_map<std::string, std::unique_ptr<MaskEntry>> cache_;
+  mutable std::unordered_map<int64_t, std::vector<uint32_t>> short_token_bits_;
   mutable std::vector<int32_t> walk_states_;
   mutable std::vector<uint8_t> walk_context_;
 };
 
 // Compiles grammars for one vocabulary, caching them by their source text (kind + content).
-// Thread-safe. Compilation itself is cheap (parse + lower); mask entries are built lazily.
+// Thread-safe. Compilation itself is cheap (parse + lower); mask entries are built lazily, or
+// ahead of use within a time budget (set_precompute_seconds).
 class GrammarCompiler {
  public:
   explicit GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached = 512,
@@ -124,6 +148,9 @@ class GrammarCompiler {
   StatusOr<std::shared_ptr<const CompiledGrammar>> CompileJsonObject();
 
   const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocab_; }
+  // Each newly compiled grammar builds its mask entries ahead of use for up to this long
+  // (CompiledGrammar::Precompute; 0, the default: every entry is built on first use).
+  void set_precompute_seconds(double seconds);
   size_t cache_hits() const;
   size_t cache_size() const;
 
@@ -137,6 +164,7 @@ class GrammarCompiler {
   size_t max_cached_;
   size_t refine_threshold_;
   mutable std::mutex mu_;
+  double precompute_seconds_ = 0.0;
   std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> cache_;
   size_t hits_ = 0;
 };

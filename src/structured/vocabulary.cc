@@ -67,7 +67,11 @@ StatusOr<std::shared_ptr<const Vocabulary>> Vocabulary::Create(std::vector<std::
   }
   v->sorted_offsets_.push_back(static_cast<uint32_t>(v->blob_.size()));
   v->all_ranks_.resize(v->sorted_.size());
-  for (size_t r = 0; r < v->all_ranks_.size(); ++r) v->all_ranks_[r] = static_cast<int32_t>(r);
+  v->rank_of_.assign(static_cast<size_t>(n), -1);
+  for (size_t r = 0; r < v->all_ranks_.size(); ++r) {
+    v->all_ranks_[r] = static_cast<int32_t>(r);
+    v->rank_of_[static_cast<size_t>(v->sorted_[r])] = static_cast<int32_t>(r);
+  }
   for (int32_t id = 0; id < n; ++id) {
     if (!placed[static_cast<size_t>(id)]) place(id);
   }

@@ -49,6 +49,8 @@ class Vocabulary {
     const auto r = static_cast<size_t>(rank);
     return {blob_.data() + sorted_offsets_[r], sorted_offsets_[r + 1] - sorted_offsets_[r]};
   }
+  // The rank of a usable id in sorted_ids(), -1 for an unusable one.
+  int32_t rank_of(int32_t id) const { return rank_of_[static_cast<size_t>(id)]; }
   // 0, 1, ..., sorted_ids().size() - 1: every rank, for a walk over the whole vocabulary.
   const std::vector<int32_t>& all_ranks() const { return all_ranks_; }
   bool usable(int32_t id) const { return usable_[id]; }
@@ -69,7 +71,7 @@ class Vocabulary {
   std::string blob_;
   std::vector<Span> spans_;
   std::vector<uint32_t> sorted_offsets_;  // [rank], one past the end: sorted ids' bytes in blob_
-  std::vector<int32_t> all_ranks_;
+  std::vector<int32_t> all_ranks_, rank_of_;
   std::vector<bool> usable_, is_stop_;
   std::vector<int32_t> stop_ids_, sorted_;
   std::vector<uint16_t> lcp_;

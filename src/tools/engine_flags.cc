@@ -70,6 +70,12 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
                   "slower; debug builds always do); a violation fails the step loudly")
       ->check(CLI::IsMember({"on", "off"}));
   AddJsonSchemaStrictFlag(cmd, &f->json_schema_strict);
+  cmd->add_option("--grammar-precompute-ms", f->grammar_precompute_ms,
+                  "structured outputs: time a newly compiled grammar (schema, regex, EBNF, tool "
+                  "calls) spends building its token-mask entries before its request starts, so "
+                  "that its first tokens find them built (0: each entry on first use; masks are "
+                  "the same either way)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 void AddJsonSchemaStrictFlag(CLI::App* cmd, std::string* value) {
@@ -97,7 +103,8 @@ std::string EngineFlags::Describe() const {
          " context-parallel=" + context_parallel +
          " context-parallel-min-tokens=" + std::to_string(context_parallel_min_tokens) +
          " context-parallel-chunks=" + std::to_string(context_parallel_chunks) +
-         " json-schema-strict=" + json_schema_strict;
+         " json-schema-strict=" + json_schema_strict +
+         " grammar-precompute-ms=" + std::to_string(grammar_precompute_ms);
 }
 
 }  // namespace deepinfer::tools

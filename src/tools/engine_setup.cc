@@ -123,6 +123,8 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
     DI_ASSIGN_OR_RETURN(e.structured,
                         api::StructuredOutputs::Create(*e.tokenizer, e.model->config().vocab_size));
     e.structured->set_json_schema_strict(flags.json_schema_strict == "on");
+    e.structured->compiler().set_precompute_seconds(
+        static_cast<double>(flags.grammar_precompute_ms) * 1e-3);
   }
   return e;
 }

@@ -58,6 +58,9 @@ struct EngineFlags {
   // JSON Schema constraints: on (no keys beyond the listed ones unless additionalProperties
   // allows them) or off (an absent additionalProperties allows any key, as the spec says).
   std::string json_schema_strict = "on";
+  // Each newly compiled grammar builds its mask entries ahead of use for up to this long
+  // (structured::CompiledGrammar::Precompute; 0: on first use only).
+  int64_t grammar_precompute_ms = 1000;
 
   // Every flag and its value, one string (ranks compare theirs at start).
   std::string Describe() const;

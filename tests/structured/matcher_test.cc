@@ -16,14 +16,20 @@ namespace {
 
 constexpr int32_t kEos = 0, kSpecial = 1;
 
-std::shared_ptr<const Vocabulary> SyntheticVocabulary() {
+// ascii: only the bytes below 0x80 and the pieces made of them (no token ends mid-character).
+std::shared_ptr<const Vocabulary> SyntheticVocabulary(bool ascii = false) {
   std::vector<std::string> bytes = {"<eos>", "<|special|>"};
-  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
-  const std::vector<std::string> pieces = {
+  for (int b = 0; b < (ascii ? 128 : 256); ++b) bytes.emplace_back(1, static_cast<char>(b));
+  std::vector<std::string> pieces = {
       "{",    "}",    "[",        "]",    "\"",       ",",      ":",    " ",
       "0",    "1",    "9",        "-",    ".",        "e",      "a",    "b",
       "x",    "\\",   "n",        "u",    "\xC3\xA9", "\xC3",   "\xA9", "true",
       "null", "name", "\"name\"", "city", "\": \"",   "\", \"", "\"}"};
+  if (ascii) {
+    std::erase_if(pieces, [](const std::string& p) {
+      return std::any_of(p.begin(), p.end(), [](char c) { return (c & 0x80) != 0; });
+    });
+  }
   std::mt19937 rng(7);
   std::set<std::string> seen(bytes.begin(), bytes.end());
   while (bytes.size() < 3000) {
@@ -54,13 +60,25 @@ using testing::Bit;
 // leave a non-empty mask (or terminate).
 // `refine_threshold`: small values make the matcher refine keys (and derive the deeper entries
 // from the shallower ones) where the default never would on this vocabulary.
+// `precompute`: build every entry ahead (CompiledGrammar::Precompute, on the ASCII vocabulary) and
+// check that the walks need no other.
 void CheckWalks(const std::string& ebnf, int n_walks, int max_steps,
                 size_t refine_threshold = CompiledGrammar::kRefineThreshold,
-                size_t* derived = nullptr) {
-  auto vocab = SyntheticVocabulary();
+                size_t* derived = nullptr, bool precompute = false) {
+  auto vocab = SyntheticVocabulary(precompute);
   GrammarCompiler compiler(vocab, 512, refine_threshold);
   auto compiled = compiler.CompileEbnf(ebnf);
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  size_t precomputed = 0;
+  if (precompute) {
+    const CompiledGrammar::PrecomputeStats stats = (*compiled)->Precompute(600.0);
+    ASSERT_TRUE(stats.complete);
+    precomputed = (*compiled)->n_entries();
+    EXPECT_EQ(stats.entries, precomputed);
+    // A second call finds them all built.
+    EXPECT_EQ((*compiled)->Precompute(0.0).entries, 0u);
+    EXPECT_TRUE((*compiled)->Precompute(0.0).complete);
+  }
   std::mt19937 rng(11);
   for (int w = 0; w < n_walks; ++w) {
     GrammarMatcher m(*compiled);
@@ -91,6 +109,7 @@ void CheckWalks(const std::string& ebnf, int n_walks, int max_steps,
     EXPECT_TRUE(m.IsTerminated()) << "walk " << w << " did not finish";
   }
   if (derived != nullptr) *derived = (*compiled)->n_derived_entries();
+  if (precompute) EXPECT_EQ((*compiled)->n_entries(), precomputed) << "a key Precompute missed";
 }
 
 TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonSchema) {
@@ -155,6 +174,31 @@ TEST(GrammarMatcher, LongBoundedStringPositionsShareMaskEntries) {
   EXPECT_GE((*g)->n_entries(), shared + static_cast<size_t>(twin) - 2);
   // Those are derived from the shared entry (each mask equal to brute force above).
   EXPECT_GE((*g)->n_derived_entries(), static_cast<size_t>(twin) - 3);
+}
+
+// Precompute (compiled_grammar.h, "Precomputed entries") builds every entry the walks ask for
+// (character-boundary keys: the ASCII vocabulary never stops inside a character), with the
+// default refining and with refining forced at 4 uncertain tokens (keys up to several parents
+// deep), on a schema, long bounded strings and recursive JSON; the masks still equal brute force.
+TEST(GrammarMatcher, PrecomputeBuildsEveryEntryTheWalksAskFor) {
+  for (const char* schema : {R"({"type": "object", "properties": {
+        "name": {"type": "string"}, "n": {"type": "integer", "minimum": -5, "maximum": 120},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3},
+        "x": {"type": ["number", "null"]},
+        "extra": {"type": "object", "additionalProperties": {"type": "boolean"}}},
+        "required": ["name"]})",
+                             R"({"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 70},
+        "c": {"type": "array", "items": {"type": "integer"}, "maxItems": 40}},
+        "required": ["a"]})"}) {
+    auto ebnf = JsonSchemaToEbnf(schema);
+    ASSERT_TRUE(ebnf.ok()) << ebnf.status().ToString();
+    CheckWalks(*ebnf, 8, 60, CompiledGrammar::kRefineThreshold, nullptr, true);
+    size_t derived = 0;
+    CheckWalks(*ebnf, 8, 60, 4, &derived, true);
+    EXPECT_GT(derived, 20u);
+  }
+  CheckWalks(JsonObjectEbnf(), 8, 60, 4, nullptr, true);
 }
 
 TEST(GrammarMatcher, MaskEqualsBruteForceOnJsonObjectAndUtf8) {

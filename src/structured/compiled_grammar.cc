@@ -84,6 +84,18 @@ size_t CompiledGrammar::n_entries() const {
   return cache_.size();
 }
 
+size_t CompiledGrammar::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t bytes = space_.memory_bytes();
+  for (const auto& [key, e] : cache_) {
+    bytes += key.capacity() + sizeof(MaskEntry) + 4 * e->accepted_bits.capacity() +
+             4 * e->accepted_ids.capacity() + 4 * e->uncertain_ranks.capacity() +
+             2 * e->uncertain_lcp.capacity();
+  }
+  for (const auto& [m, bits] : short_token_bits_) bytes += 4 * bits.capacity();
+  return bytes;
+}
+
 size_t CompiledGrammar::n_derived_entries() const {
   std::lock_guard<std::mutex> lock(mu_);
   return derived_;
@@ -259,8 +271,11 @@ void CompiledGrammar::Walk(const std::vector<int32_t>& key, std::span<const int3
 }
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached,
-                                 size_t refine_threshold)
-    : vocab_(std::move(vocab)), max_cached_(max_cached), refine_threshold_(refine_threshold) {}
+                                 size_t refine_threshold, size_t max_cached_bytes)
+    : vocab_(std::move(vocab)),
+      max_cached_(max_cached),
+      max_cached_bytes_(max_cached_bytes),
+      refine_threshold_(refine_threshold) {}
 
 void GrammarCompiler::set_precompute_seconds(double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -299,8 +314,17 @@ StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Cached(
   }
   if (budget > 0.0) compiled->Precompute(budget);
   std::lock_guard<std::mutex> lock(mu_);
-  if (cache_.size() >= max_cached_) cache_.clear();  // crude bound; grammars are cheap to rebuild
+  if (cache_.contains(key)) return cache_[key];  // another thread compiled it meanwhile
+  size_t bytes = compiled->memory_bytes();
+  for (const auto& [k, g] : cache_) bytes += g->memory_bytes();
+  while (!order_.empty() && (cache_.size() >= max_cached_ || bytes > max_cached_bytes_)) {
+    auto it = cache_.find(order_.front());
+    bytes -= it->second->memory_bytes();
+    cache_.erase(it);
+    order_.pop_front();
+  }
   cache_.emplace(key, compiled);
+  order_.push_back(key);
   return std::shared_ptr<const CompiledGrammar>(compiled);
 }
 

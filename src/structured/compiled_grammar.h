@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -85,6 +86,8 @@ class CompiledGrammar {
   // as this object.
   const MaskEntry& Lookup(const std::vector<int32_t>& key) const;
   size_t n_entries() const;
+  // Bytes held by the mask entries and the state space (an estimate, for cache bounds).
+  size_t memory_bytes() const;
   // Builds the entries a matcher can ask for (see "Precomputed entries") until they are all
   // built or `budget_seconds` have passed. Thread-safe.
   struct PrecomputeStats {
@@ -136,8 +139,11 @@ class CompiledGrammar {
 // ahead of use within a time budget (set_precompute_seconds).
 class GrammarCompiler {
  public:
+  // Keeps at most max_cached grammars and about max_cached_bytes of them (memory_bytes() at
+  // insertion), dropping the oldest first; a dropped grammar lives on with its requests.
   explicit GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, size_t max_cached = 512,
-                           size_t refine_threshold = CompiledGrammar::kRefineThreshold);
+                           size_t refine_threshold = CompiledGrammar::kRefineThreshold,
+                           size_t max_cached_bytes = size_t{1} << 30);
 
   StatusOr<std::shared_ptr<const CompiledGrammar>> CompileEbnf(std::string_view text,
                                                                const std::string& root = "root");
@@ -161,11 +167,12 @@ class GrammarCompiler {
       const std::function<StatusOr<std::string>()>& to_ebnf);
 
   std::shared_ptr<const Vocabulary> vocab_;
-  size_t max_cached_;
+  size_t max_cached_, max_cached_bytes_;
   size_t refine_threshold_;
   mutable std::mutex mu_;
   double precompute_seconds_ = 0.0;
   std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> cache_;
+  std::deque<std::string> order_;  // cache_ keys, oldest first
   size_t hits_ = 0;
 };
 

@@ -30,6 +30,7 @@ class IdTable {
   }
 
   size_t size() const { return size_; }
+  size_t memory_bytes() const { return sizeof(Slot) * slots_.capacity(); }
 
  private:
   struct Slot {

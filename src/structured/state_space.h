@@ -67,6 +67,12 @@ class StateSpace {
   int64_t MinCompletionBytes(int32_t state);
   size_t n_states() const { return states_.size(); }
   size_t n_nodes() const { return nodes_.size(); }
+  // Bytes held (an estimate: the vectors' capacities and the index tables).
+  size_t memory_bytes() const {
+    return sizeof(Node) * nodes_.capacity() + sizeof(StateInfo) * states_.capacity() +
+           4 * (top_pool_.capacity() + transitions_.capacity()) + 8 * parent_cost_.capacity() +
+           node_index_.memory_bytes() + state_index_.memory_bytes();
+  }
 
  private:
   struct StateInfo {

@@ -136,5 +136,34 @@ TEST(Ebnf, CompilerCachesByContent) {
   EXPECT_EQ(compiler.cache_size(), 2u);
 }
 
+// The cache keeps at most max_cached grammars and about max_cached_bytes of them (precomputed
+// mask entries make a grammar megabytes), dropping the oldest first.
+TEST(Ebnf, CompilerCacheIsBoundedByCountAndBytes) {
+  GrammarCompiler by_count(ByteVocabulary(), 2);
+  for (const char* g : {"root ::= \"a\"", "root ::= \"b\"", "root ::= \"c\""}) {
+    ASSERT_TRUE(by_count.CompileEbnf(g).ok());
+  }
+  EXPECT_EQ(by_count.cache_size(), 2u);
+  ASSERT_TRUE(by_count.CompileEbnf("root ::= \"c\"").ok());
+  EXPECT_EQ(by_count.cache_hits(), 1u);  // the newest kept
+  ASSERT_TRUE(by_count.CompileEbnf("root ::= \"a\"").ok());
+  EXPECT_EQ(by_count.cache_hits(), 1u);  // the oldest dropped
+
+  auto vocab = ByteVocabulary();
+  GrammarCompiler probe(vocab);
+  probe.set_precompute_seconds(60.0);
+  auto one = probe.CompileEbnf("root ::= [a-z]+ \"!\"");
+  ASSERT_TRUE(one.ok());
+  const size_t bytes = (*one)->memory_bytes();
+  EXPECT_GT(bytes, 0u);
+  GrammarCompiler by_bytes(vocab, 512, CompiledGrammar::kRefineThreshold, bytes * 5 / 2);
+  by_bytes.set_precompute_seconds(60.0);
+  for (const char* g :
+       {"root ::= [a-z]+ \"!\"", "root ::= [a-z]+ \"?\"", "root ::= [a-z]+ \".\""}) {
+    ASSERT_TRUE(by_bytes.CompileEbnf(g).ok());
+  }
+  EXPECT_EQ(by_bytes.cache_size(), 2u);
+}
+
 }  // namespace
 }  // namespace deepinfer::structured

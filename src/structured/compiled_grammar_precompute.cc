@@ -103,8 +103,7 @@ CompiledGrammar::PrecomputeStats CompiledGrammar::Precompute(double budget_secon
   };
   std::deque<Pending> queue;
   std::unordered_set<std::string> queued;
-  auto enqueue_with_parents = [&](const std::vector<int32_t>& base, int32_t innermost,
-                                  std::deque<Pending>* out) {
+  auto enqueue_with_parents = [&](const std::vector<int32_t>& base, int32_t innermost) {
     const int32_t rule = parents.rule_of(innermost);
     if (rule < 0) return;
     // The key cut here: at the root (exact) and/or above some parent (cut off).
@@ -117,7 +116,7 @@ CompiledGrammar::PrecomputeStats CompiledGrammar::Precompute(double budget_secon
       // repetition's twins) may have different parents to extend them with.
       std::string k(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int32_t));
       k.append(reinterpret_cast<const char*>(&rule), sizeof(rule));
-      if (queued.insert(std::move(k)).second) out->push_back({std::move(key), innermost});
+      if (queued.insert(std::move(k)).second) queue.push_back({std::move(key), innermost});
     }
   };
   // Depth 1: every top position.
@@ -131,13 +130,12 @@ CompiledGrammar::PrecomputeStats CompiledGrammar::Precompute(double budget_secon
       subs = 1;  // at a character boundary (partial UTF-8 states stay lazy: too many)
     }
     for (int32_t sub = 0; sub < subs; ++sub) {
-      enqueue_with_parents({CanonicalElement(elem), sub}, elem, &queue);
+      enqueue_with_parents({CanonicalElement(elem), sub}, elem);
     }
   }
   while (!queue.empty()) {
     Pending p = std::move(queue.front());
     queue.pop_front();
-    const size_t depth = p.key.size() - 2;
     bool refine = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -151,13 +149,13 @@ CompiledGrammar::PrecomputeStats CompiledGrammar::Precompute(double budget_secon
       refine = LookupLocked(p.key).refine;
       stats.entries += cache_.size() - before;
     }
-    if (!refine || p.key.back() != -2 || static_cast<int>(depth) >= kMaxKeyDepth) continue;
+    if (!refine) continue;  // (exact keys and keys kMaxKeyDepth deep never refine)
     // One parent deeper: each frame that can sit below the innermost one.
     std::vector<int32_t> base(p.key.begin(), p.key.end() - 1);
     for (int32_t site : parents.Sites(parents.rule_of(p.innermost))) {
       std::vector<int32_t> deeper = base;
       deeper.push_back(CanonicalElement(site));
-      enqueue_with_parents(deeper, site, &queue);
+      enqueue_with_parents(deeper, site);
     }
   }
   stats.complete = true;

@@ -277,6 +277,9 @@ class Converter {
         }
         body += (body.empty() ? "" : " | ") + alt;
       }
+      if (std::string(key) == "anyOf" && !plain) {
+        DI_RETURN_IF_ERROR(AnyOfCombinations(s[key], siblings, hint, depth, &body));
+      }
       if (body.empty()) {
         return InvalidArgument(std::string(key) +
                                ": no branch has a type the schema allows, so "
@@ -399,6 +402,55 @@ class Converter {
     return Define(hint, body);
   }
 
+  // unevaluatedProperties / unevaluatedItems beside anyOf see the annotations of every branch
+  // that passes, not of one: {"foo": "foo", "bar": "bar", "baz": "baz"} passes
+  // {"properties": {"foo": …}, "anyOf": [{"properties": {"bar": …}}, {"properties": {"baz": …}}],
+  // "unevaluatedProperties": false}. One merged alternative per branch (above) misses the values
+  // several branches pass together, so for up to kMaxAnyOfCombined branches each combination of
+  // two or more is an alternative too (siblings and all its branches merged; a value the
+  // combination passes passes the anyOf, and a value whose passing branches are that
+  // combination is accepted by it: exact). A combination whose branches contradict each other
+  // (their merge or its grammar fails) matches nothing and is left out.
+  static constexpr size_t kMaxAnyOfCombined = 4;
+  Status AnyOfCombinations(const Json& branches, const Json& siblings, const std::string& hint,
+                           int depth, std::string* body) {
+    if (!siblings.contains("unevaluatedProperties") && !siblings.contains("unevaluatedItems")) {
+      return Status::Ok();
+    }
+    const size_t n = branches.size();
+    if (n < 2 || n > kMaxAnyOfCombined) return Status::Ok();
+    std::vector<Json> flat;
+    for (const Json& b : branches) {
+      DI_ASSIGN_OR_RETURN(Json f, Flatten(b, depth + 1));
+      flat.push_back(std::move(f));
+    }
+    for (uint32_t mask = 1; mask < (1u << n); ++mask) {
+      if (std::popcount(mask) < 2) continue;
+      Json merged = siblings;
+      bool disjoint = false;
+      for (size_t i = 0; i < n && !disjoint; ++i) {
+        if ((mask >> i & 1) == 0) continue;
+        disjoint = TypesDisjoint(merged, flat[i]);
+        if (disjoint) break;
+        StatusOr<Json> next = MergeSchemas(merged, flat[i]);
+        if (!next.ok()) disjoint = true;
+        if (next.ok()) merged = std::move(*next);
+      }
+      if (disjoint) continue;
+      // A failed grammar leaves no rule behind.
+      const size_t n_rules = rules_.size();
+      const auto refs = ref_rules_;
+      StatusOr<std::string> alt = Visit(merged, hint + "_all" + std::to_string(mask), depth + 1);
+      if (!alt.ok()) {
+        rules_.resize(n_rules);
+        ref_rules_ = refs;
+        continue;
+      }
+      *body += (body->empty() ? "" : " | ") + *alt;
+    }
+    return Status::Ok();
+  }
+
   // if I then T else E (each of then / else absent: true) = anyOf [I and T, (not I) and E]: the
   // branches exclude each other, so the grammar is exact. `not I` as NegatedSchema builds it
   // (bounds, lengths, counts, types); any other `if` is refused. if true / if false pick a
@@ -411,7 +463,16 @@ class Converter {
     const auto both = [](const Json& a, const Json& b) {
       return Json{{"allOf", Json::array({a, b})}};
     };
-    if (!s.contains("then") && !s.contains("else")) return Visit(rest, hint, depth + 1);
+    if (!s.contains("then") && !s.contains("else")) {
+      // A lone `if` constrains nothing, but unevaluated* beside it see its annotations when it
+      // passes: anyOf [if, true] says exactly that (AnyOfCombinations).
+      const bool annotations =
+          rest.contains("unevaluatedProperties") || rest.contains("unevaluatedItems");
+      if (annotations && !rest.contains("anyOf") && !Always(cond) && !Never(cond)) {
+        rest["anyOf"] = Json::array({cond, true});
+      }
+      return Visit(rest, hint, depth + 1);
+    }
     if (Always(cond)) return Visit(both(rest, then_s), hint, depth + 1);
     if (Never(cond)) return Visit(both(rest, else_s), hint, depth + 1);
     std::optional<Json> negated = NegatedSchema(cond);

@@ -560,8 +560,22 @@ TEST(JsonSchema, UnevaluatedKeywordsSeeWhatTheSchemaAndItsAllOfEvaluate) {
   auto branches = Schema(R"({"anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
       {"properties": {"b": {"const": 2}}, "required": ["b"]}], "unevaluatedProperties": false})");
   ASSERT_NE(branches, nullptr);
-  for (const char* ok : {R"({"a":1})", R"({"b":2})"}) EXPECT_TRUE(FullMatch(branches, ok)) << ok;
-  EXPECT_FALSE(FullMatch(branches, R"({"a":1,"b":2})"));
+  // Every passing branch evaluates: with both passing, both properties are evaluated.
+  for (const char* ok : {R"({"a":1})", R"({"b":2})", R"({"a":1,"b":2})"}) {
+    EXPECT_TRUE(FullMatch(branches, ok)) << ok;
+  }
+  // b=3 fails the second branch, so nothing evaluates b; a=2 likewise.
+  for (const char* bad : {R"({"a":1,"b":3})", R"({"a":2,"b":2})", R"({"a":1,"c":2})"}) {
+    EXPECT_FALSE(FullMatch(branches, bad)) << bad;
+  }
+  // A lone `if` constrains nothing, but what it evaluates when it passes is evaluated.
+  auto lone_if = Schema(R"({"if": {"properties": {"foo": {"type": "string"}}},
+      "unevaluatedProperties": false})");
+  ASSERT_NE(lone_if, nullptr);
+  for (const char* ok : {"{}", R"({"foo":"a"})"}) EXPECT_TRUE(FullMatch(lone_if, ok)) << ok;
+  for (const char* bad : {R"({"foo":1})", R"({"bar":"a"})"}) {
+    EXPECT_FALSE(FullMatch(lone_if, bad)) << bad;
+  }
   // Inside an allOf subschema it sees that subschema only: a property beside it is unevaluated
   // there, so requiring one is unsatisfiable.
   EXPECT_FALSE(JsonSchemaToEbnf(R"({"allOf": [{"properties": {"a": {"const": 1}},

@@ -412,6 +412,8 @@ class Converter {
   // combination is accepted by it: exact). A combination whose branches contradict each other
   // (their merge or its grammar fails) matches nothing and is left out.
   static constexpr size_t kMaxAnyOfCombined = 4;
+  // Combinations over the whole schema: nested anyOfs would multiply them.
+  static constexpr int kMaxCombinations = 256;
   Status AnyOfCombinations(const Json& branches, const Json& siblings, const std::string& hint,
                            int depth, std::string* body) {
     if (!siblings.contains("unevaluatedProperties") && !siblings.contains("unevaluatedItems")) {
@@ -426,6 +428,13 @@ class Converter {
     }
     for (uint32_t mask = 1; mask < (1u << n); ++mask) {
       if (std::popcount(mask) < 2) continue;
+      if (++n_combinations_ > kMaxCombinations) {
+        return InvalidArgument(
+            "anyOf beside unevaluatedProperties / unevaluatedItems: more than " +
+            std::to_string(kMaxCombinations) +
+            " combinations of branches in the schema (each combination of passing branches "
+            "evaluates its own properties)");
+      }
       Json merged = siblings;
       bool disjoint = false;
       for (size_t i = 0; i < n && !disjoint; ++i) {
@@ -1792,6 +1801,7 @@ class Converter {
   std::map<std::string, std::string> length_rules_;    // "lo,hi" -> the bounded string's rule
   std::map<std::string, std::string> multiple_rules_;  // "pe-d" -> the multiples of p / 10^d
   int n_rules_ = 0;
+  int n_combinations_ = 0;  // AnyOfCombinations, over the whole schema
 };
 
 }  // namespace

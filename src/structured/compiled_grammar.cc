@@ -208,13 +208,9 @@ std::unique_ptr<CompiledGrammar::MaskEntry> CompiledGrammar::Compute(
 std::vector<uint16_t> CompiledGrammar::CommonPrefixes(const Vocabulary& v,
                                                       std::span<const int32_t> ranks) {
   std::vector<uint16_t> lcp(ranks.size(), 0);
-  for (size_t i = 1; i < ranks.size(); ++i) {
-    const std::string_view a = v.sorted_view(ranks[i - 1]);
-    const std::string_view b = v.sorted_view(ranks[i]);
-    size_t k = 0;
-    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
-    lcp[i] = static_cast<uint16_t>(k);
-  }
+  for (size_t i = 1; i < ranks.size(); ++i)
+    lcp[i] = static_cast<uint16_t>(
+        CommonPrefixLength(v.sorted_view(ranks[i - 1]), v.sorted_view(ranks[i])));
   return lcp;
 }
 

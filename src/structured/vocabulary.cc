@@ -41,10 +41,7 @@ StatusOr<std::shared_ptr<const Vocabulary>> Vocabulary::Create(std::vector<std::
     const std::string& cur = v->bytes_[v->sorted_[i]];
     v->max_len_ = std::max(v->max_len_, cur.size());
     if (i > 0) {
-      const std::string& prev = v->bytes_[v->sorted_[i - 1]];
-      size_t k = 0;
-      while (k < prev.size() && k < cur.size() && prev[k] == cur[k]) ++k;
-      v->lcp_[i] = static_cast<uint16_t>(k);
+      v->lcp_[i] = static_cast<uint16_t>(CommonPrefixLength(v->bytes_[v->sorted_[i - 1]], cur));
     }
   }
   // The contiguous copy: sorted usable ids first, then the rest in id order.

@@ -21,6 +21,14 @@ class Tokenizer;
 
 namespace deepinfer::structured {
 
+// The length of the longest common prefix of a and b (the sorted vocabulary's neighbour lcp, and
+// the same over any rank-ordered subset of it).
+inline size_t CommonPrefixLength(std::string_view a, std::string_view b) {
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  return k;
+}
+
 class Vocabulary {
  public:
   // token_bytes[id]: the bytes of id; usable[id]: whether a grammar may ever allow it (an empty

@@ -8,10 +8,12 @@ set(DEEPINFER_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf
     -Wno-uninitialized -Wno-maybe-uninitialized)
 set(DEEPINFER_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
 
+# Each layer's name is appended, bottom-up, to the global property DEEPINFER_LAYERS.
 function(deepinfer_layer name)
   cmake_parse_arguments(L "" "" "DEPS" ${ARGN})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
   set(target deepinfer_${name})
+  set_property(GLOBAL APPEND PROPERTY DEEPINFER_LAYERS ${name})
   if(srcs)
     add_library(${target} STATIC ${srcs})
     target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)

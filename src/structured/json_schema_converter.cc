@@ -264,14 +264,18 @@ class Converter {
       const bool plain = Constraints(siblings).empty();
       if (std::string(key) == "oneOf") DI_RETURN_IF_ERROR(CheckOneOf(s[key], siblings, depth));
       std::string body;
-      std::vector<Json> flat;  // the branches flattened (not plain), for AnyOfCombinations
+      // Combinations of passing branches matter only to unevaluated* beside an anyOf.
+      const bool combine =
+          std::string(key) == "anyOf" && !plain &&
+          (siblings.contains("unevaluatedProperties") || siblings.contains("unevaluatedItems"));
+      std::vector<Json> flat;  // the branches flattened, when combine
       for (size_t i = 0; i < s[key].size(); ++i) {
         std::string alt;
         if (plain) {
           DI_ASSIGN_OR_RETURN(alt, Visit(s[key][i], hint + "_" + std::to_string(i), depth + 1));
         } else {
           DI_ASSIGN_OR_RETURN(Json branch, Flatten(s[key][i], depth + 1));
-          flat.push_back(branch);
+          if (combine) flat.push_back(branch);
           // A branch of other types than its siblings allow matches nothing: left out.
           if (TypesDisjoint(siblings, branch)) continue;
           DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, branch));
@@ -279,9 +283,7 @@ class Converter {
         }
         body += (body.empty() ? "" : " | ") + alt;
       }
-      if (std::string(key) == "anyOf" && !plain) {
-        DI_RETURN_IF_ERROR(AnyOfCombinations(flat, siblings, hint, depth, &body));
-      }
+      if (combine) DI_RETURN_IF_ERROR(AnyOfCombinations(flat, siblings, hint, depth, &body));
       if (body.empty()) {
         return InvalidArgument(std::string(key) +
                                ": no branch has a type the schema allows, so "
@@ -416,12 +418,9 @@ class Converter {
   static constexpr size_t kMaxAnyOfCombined = 4;
   // Combinations over the whole schema: nested anyOfs would multiply them.
   static constexpr int kMaxCombinations = 256;
-  // flat: the anyOf's branches, flattened.
+  // flat: the anyOf's branches, flattened; siblings hold unevaluatedProperties / Items.
   Status AnyOfCombinations(const std::vector<Json>& flat, const Json& siblings,
                            const std::string& hint, int depth, std::string* body) {
-    if (!siblings.contains("unevaluatedProperties") && !siblings.contains("unevaluatedItems")) {
-      return Status::Ok();
-    }
     const size_t n = flat.size();
     if (n < 2 || n > kMaxAnyOfCombined) return Status::Ok();
     for (uint32_t mask = 1; mask < (1u << n); ++mask) {

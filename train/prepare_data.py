@@ -353,6 +353,10 @@ def main(argv=None):
     ap.add_argument("--kept-ids", default=None, metavar="FILE",
                     help="reuse this kept-id list (copied unchanged to OUT/kept_ids.json) instead "
                          "of choosing the --kept most frequent ids; it must hold every template id")
+    ap.add_argument("--kept-ids-base", default=None, metavar="FILE",
+                    help="grow this kept-id list (a model's vocabulary rows) with the --kept most "
+                         "frequent ids: OUT/kept_ids.json is their union, so a model trained on "
+                         "FILE's rows can go on with more rows (train.py --init-from)")
     ap.add_argument("--val-frac", type=float, default=0.02)
     ap.add_argument("--kept", type=int, default=24000)
     ap.add_argument("--max-doc-chars", type=int, default=4000,
@@ -460,7 +464,11 @@ def main(argv=None):
         if os.path.abspath(args.kept_ids) != os.path.abspath(dst):
             shutil.copyfile(args.kept_ids, dst)
     else:
-        kept, covered = kept_ids(arrays["train"], args.kept, tmpl)
+        base = []
+        if args.kept_ids_base:
+            with open(args.kept_ids_base) as f:
+                base = json.load(f)
+        kept, covered = kept_ids(arrays["train"], args.kept, sorted(set(tmpl) | set(base)))
         with open(os.path.join(args.out, "kept_ids.json"), "w") as f:
             json.dump(kept, f)
     with open(os.path.join(args.out, "val_chats.jsonl"), "w", encoding="utf-8") as f:
@@ -493,6 +501,8 @@ def main(argv=None):
         mod_ids = pack(s for _, n, s in seqs["train"] if n in modern)
         report["totals"]["kept_coverage_train_modern_prose"] = \
             round(float(np.isin(mod_ids, kept).mean()), 6) if len(mod_ids) else None
+    if args.kept_ids_base:
+        report["totals"]["kept_ids_grown_from"] = os.path.relpath(os.path.abspath(args.kept_ids_base), REPO)
     if args.kept_ids:
         report["totals"]["kept_ids_from"] = os.path.relpath(os.path.abspath(args.kept_ids), REPO)
     with open(os.path.join(args.out, "sources.json"), "w") as f:

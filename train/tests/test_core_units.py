@@ -94,6 +94,61 @@ class Units(unittest.TestCase):
         self.assertTrue(torch.equal(m2.embed.weight[:K], m.embed.weight[:K]))
         self.assertTrue(torch.equal(m2.layers[0].ffn.gate.bias, m.layers[0].ffn.gate.bias))
 
+    @unittest.skipUnless(os.path.exists(FIXTURE_CFG) or "DEEPINFER_BIN" in os.environ, "fixture missing")
+    def test_grown_vocabulary_keeps_the_function(self):
+        import train
+        cfg = load_config(FIXTURE_CFG)
+        cfg.path = FIXTURE_CFG
+        small, big = [0, 1, 2, 5, 7, 100, 300], [0, 1, 2, 3, 5, 7, 100, 250, 300, 400]
+        m = V41Model(cfg, kept_ids=small, seed=1)
+        with torch.no_grad():  # a tail row unlike the others, so a wrong copy shows
+            for name, t in m.state_dict().items():
+                if train._is_vocab_rows(name):
+                    t[-1].normal_(0.0, 1.0)
+        g = V41Model(cfg, kept_ids=big, seed=2)
+        state = {n: t.clone() for n, t in m.state_dict().items()}
+        grown = train.grow_vocab_rows(state, small, g)
+        with torch.no_grad():
+            for name, t in g.state_dict().items():
+                t.copy_(grown[name])
+        ids = torch.tensor([[0, 5, 6, 300, 400, 7, 2, 250, 3, 1, 100]])
+        with torch.no_grad():
+            a, b = m(ids[:, :-1]), g(ids[:, :-1])
+            nll_a = train.token_nll(m, a.logits, ids[:, 1:])
+            nll_b = train.token_nll(g, b.logits, ids[:, 1:])
+        self.assertTrue(torch.allclose(nll_a, nll_b, atol=1e-4), (nll_a, nll_b))
+        self.assertTrue(torch.equal(g.head.weight[3], m.head.weight[len(small)]))  # id 3: new, the tail
+        self.assertTrue(torch.equal(g.head.weight[4], m.head.weight[3]))  # id 5 keeps its row
+        self.assertTrue(torch.equal(g.head.weight[len(big)], m.head.weight[len(small)]))
+        with self.assertRaises(SystemExit):  # a list that drops a model id cannot grow it
+            train.grow_vocab_rows(state, small, V41Model(cfg, kept_ids=[0, 1, 2, 5, 7, 100], seed=3))
+
+    def test_bf16_gemm_is_the_fp32_one_rounded(self):
+        from v41.common import linear
+        g = torch.Generator().manual_seed(0)
+        # Inputs on the released grids (e4m3 activations, FP8 tile weights: exact in bf16).
+        x = numerics._act_qdq_raw(torch.randn(64, 256, generator=g)).requires_grad_()
+        w = numerics._w_fp8_qdq_raw(0.05 * torch.randn(96, 256, generator=g)).requires_grad_()
+        gy = torch.randn(64, 96, generator=g)
+        saved = numerics.GEMM_BF16
+        try:
+            res = []
+            for flag in (False, True):
+                numerics.GEMM_BF16 = flag
+                x.grad = w.grad = None
+                y = linear(x, w)
+                y.backward(gy)
+                res.append((y.detach(), x.grad.clone(), w.grad.clone()))
+        finally:
+            numerics.GEMM_BF16 = saved
+        (y0, gx0, gw0), (y1, gx1, gw1) = res
+        self.assertEqual(y1.dtype, torch.float32)
+        self.assertFalse(torch.equal(y0, y1))  # the bf16 path did run
+        # The products are exact and accumulate in fp32: only the output's bf16 rounding differs.
+        self.assertTrue(torch.allclose(y1, y0, rtol=2.0**-8, atol=1e-6))
+        for a, b in ((gx1, gx0), (gw1, gw0)):  # gradients: bf16 operands, fp32 accumulation
+            self.assertLess(float((a - b).norm() / b.norm()), 1e-2)
+
 
 if __name__ == "__main__":
     unittest.main()

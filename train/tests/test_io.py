@@ -331,13 +331,49 @@ class RoundTrip(unittest.TestCase):
             for n in first:
                 self.assertTrue(torch.equal(first[n], again[n]), n)
             other = V41Model(load_config(self.cfg), kept_ids=kept[:-1])
-            with self.assertRaises(SystemExit):  # other kept ids: refused
+            with self.assertRaises(SystemExit):  # kept ids missing one of the model's: refused
                 trainer.init_from_model(other, self.out("exp_compact"))
         back = io.load_released(self.out("exp"))
         for n in io.vocab_table_names(self.cfg):
             want = torch.from_numpy(io.bf16_decode(io.bf16_encode(st[n].float().numpy())))
             self.assertTrue(torch.equal(back[n][torch.tensor(kept)], want[:len(kept)]), n)
             self.assertTrue(torch.equal(back[n][1], want[len(kept)]), n)  # id 1 is a tail id
+        if have_model:
+            self.check_dspark_only_run(kept)
+
+    def check_dspark_only_run(self, kept):
+        """train.py --train dspark from the compact model: two steps move the DSpark stage and
+        leave every backbone tensor (and MoE gate bias) as it was."""
+        data = self.out("ds_data")
+        os.makedirs(data, exist_ok=True)
+        rng = np.random.default_rng(0)
+        stream = np.concatenate([np.r_[0, rng.choice(kept[1:], size=40)] for _ in range(30)]).astype("<u4")
+        stream.tofile(os.path.join(data, "train.bin"))
+        stream[:400].tofile(os.path.join(data, "val.bin"))
+        with open(os.path.join(data, "kept_ids.json"), "w") as f:
+            json.dump(kept, f)
+        run_dir = self.out("ds_run")
+        r = subprocess.run([sys.executable, os.path.join(TRAIN, "train.py"), "--config", self.cfg,
+                            "--data", data, "--run", run_dir, "--init-from", self.out("exp_compact"),
+                            "--init-step", "500", "--steps", "502", "--batch", "2", "--seq", "32",
+                            "--threads", "1", "--train", "dspark", "--dspark-positions", "4",
+                            "--eval-windows", "2", "--log-every", "1"],
+                           capture_output=True, text=True, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        import train as trainer
+        from v41.config import load_config
+        from v41.model import V41Model
+        before = V41Model(load_config(self.cfg), kept_ids=kept, seed=7)
+        trainer.init_from_model(before, self.out("exp_compact"))
+        after = torch.load(os.path.join(run_dir, "last.pt"))
+        self.assertEqual(after["step"], 502)
+        moved = []
+        for name, t in before.state_dict().items():
+            if name.startswith("mtp."):
+                moved.append(not torch.equal(t, after["model"][name]))
+            else:
+                self.assertTrue(torch.equal(t, after["model"][name]), name)
+        self.assertTrue(any(moved))
 
 
 @need_binary

@@ -53,7 +53,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import numerics as nx
-from .common import bf16_weight, emulating_bf16, rb
+from .common import bf16_weight, emulating_bf16, linear, rb
 from .rope import apply_rope, cos_sin, layer_freqs
 
 _NEG_INF = float("-inf")
@@ -84,7 +84,7 @@ class Linear(nn.Module):
     def forward(self, x, xq=None):
         """xq: act_qdq(x) when the caller already has it (one quantization shared by GEMMs)."""
         if self.kind == "fp8":
-            x = nx.act_qdq(x) if xq is None else xq
+            return linear(nx.act_qdq(x) if xq is None else xq, self.qweight())
         return F.linear(x, self.qweight())
 
 

@@ -5,6 +5,7 @@ applied in the forward pass through v41.numerics when numerics.QUANT is on:
   fp8_linear   activation e4m3 QDQ (groups of 32) + weight FP8 32x32-tile QDQ  (FP8 GEMMs)
   fp4_linear   activation e4m3 QDQ (groups of 32) + weight MXFP4 QDQ           (expert GEMMs)
   bf16_weight  a bf16-stored weight (norms, gate, embed, head, ...) rounded to bf16 (STE)
+  linear       the GEMM of the quantized linears and the head: bf16 when numerics.GEMM_BF16 is on
 """
 
 import math
@@ -35,12 +36,20 @@ def bf16_weight(w):
     return N.ste(w, N.bf16(w.detach()))
 
 
+def linear(x, w):
+    """x . w^T, in bf16 with fp32 accumulation when numerics.GEMM_BF16 is on (the result back in
+    float32), else in float32."""
+    if N.GEMM_BF16:
+        return F.linear(x.to(torch.bfloat16), w.to(torch.bfloat16)).to(torch.float32)
+    return F.linear(x, w)
+
+
 def fp8_linear(x, w):
-    return rb(F.linear(N.act_qdq(x), N.w_fp8_qdq(w)))
+    return rb(linear(N.act_qdq(x), N.w_fp8_qdq(w)))
 
 
 def fp4_linear(x, w):
-    return rb(F.linear(N.act_qdq(x), N.w_mxfp4_qdq(w)))
+    return rb(linear(N.act_qdq(x), N.w_mxfp4_qdq(w)))
 
 
 def bf16_linear(x, w):

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from . import numerics as N
 from . import rope as R
-from .common import bf16_weight, emulating_bf16, fp8_linear, rb, rms_norm
+from .common import bf16_weight, emulating_bf16, fp8_linear, linear, rb, rms_norm
 from .mhc import collapse, expand, initial_pre
 
 
@@ -155,7 +155,7 @@ def dspark_forward(model, out, ids, positions=None):
         x, pre = stage(x, pre, attn_fn)
 
     hidden = collapse(x, pre)  # [B, P, block, dim]
-    logits = F.linear(rms_norm(hidden, last.norm.weight, eps), model.head.weight.detach())
+    logits = linear(rms_norm(hidden, last.norm.weight, eps), model.head.weight.detach())
     m_rows = model.vocab_map[markov_tok]
     m_emb = bf16_weight(last.markov_head.embed.weight[m_rows])  # [B, P, block, rank]
     logits = logits + F.linear(m_emb, last.markov_head.head.weight)

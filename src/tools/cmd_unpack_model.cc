@@ -4,8 +4,9 @@
 // DIR/config.json (a byte copy of --config, default config.json beside FILE),
 // DIR/engram_token_map.json (a byte copy of --engram-token-map, default engram_token_map.json
 // beside FILE when it exists), the tokenizer files of --tokenizer (tokenizer.json, and
-// tokenizer_config.json when present), DIR/dspark_draft_vocab.json (the kept ids, for a model
-// with DSpark stages: model/deepseek_v41/draft_vocab.h) and any --copy files.
+// tokenizer_config.json when present), DIR/dspark_draft_vocab.json for a model with DSpark stages
+// (model/deepseek_v41/draft_vocab.h: a byte copy of the dspark_draft_vocab.json beside FILE when
+// it exists and reads as a draft vocabulary of the model, else the kept ids) and any --copy files.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -83,8 +84,17 @@ int RunUnpackModel(const UnpackModelArgs& args) {
       return Fail(s);
     }
   }
-  // A model with DSpark stages drafts over its trained rows (draft_vocab.h).
-  if (config->dspark_enabled() && !summary->kept_ids.empty()) {
+  // A model with DSpark stages drafts over the vocabulary shipped beside the compact file (e.g.
+  // its most frequent ids), else over its trained rows (draft_vocab.h).
+  const std::string shipped_draft_vocab = base + "/" + model::kDraftVocabFile;
+  if (config->dspark_enabled() && fs::exists(shipped_draft_vocab)) {
+    StatusOr<std::vector<int32_t>> ids =
+        model::ReadDraftVocabularyFile(shipped_draft_vocab, config->vocab_size);
+    if (!ids.ok()) return Fail(ids.status());
+    if (Status s = CopyInto(shipped_draft_vocab, args.out, model::kDraftVocabFile); !s.ok()) {
+      return Fail(s);
+    }
+  } else if (config->dspark_enabled() && !summary->kept_ids.empty()) {
     const Status s = model::WriteDraftVocabularyFile(
         args.out + "/" + model::kDraftVocabFile, summary->kept_ids,
         "the ids with their own rows in " + fs::path(args.compact).filename().string() +

@@ -14,12 +14,13 @@ import re
 import sys
 import urllib.request
 
-# Floors for the model as shipped (step 900, measured on it: 1.00, 0.970, 0.639 with one draft per
-# verify step; the random-weight model gives ~0 for all three). Issue 24's targets are 0.75 / 0.8 /
-# 0.3; the floors keep a margin for other kernel levels (AVX2 hosts round differently).
+# Floors for the model as shipped (step 1,750 with its self-distilled DSpark stage, measured on it:
+# 1.00, 0.983, 0.889 with one draft per verify step; step 900 gave 1.00, 0.970, 0.639; the
+# random-weight model gives ~0 for all three). Issue 24's targets are 0.75 / 0.8 / 0.3; the floors
+# keep a margin for other kernel levels (AVX2 hosts round differently).
 END_FRACTION = 0.75
 WORD_FRACTION = 0.93
-ACCEPTANCE = 0.5
+ACCEPTANCE = 0.7
 
 QUESTIONS = [
     "What does the word lantern mean?",

@@ -16,11 +16,11 @@ source "$HERE/../dist/processes.sh"
 bash "$HERE/../../scripts/default-model.sh" "$BIN" "$MODEL"
 "$BIN" inspect --model "$MODEL" >/dev/null
 
-# Held-out English prose: the GPL-3 text, 8 windows of 256 tokens (as shipped: 7.91; random
-# weights 12.2; issue 24's target 6.0).
+# Held-out English prose: the GPL-3 text, 8 windows of 256 tokens (as shipped: 7.34; step 900
+# 7.39; random weights 12.2; issue 24's target 6.0).
 nll_json="$("$BIN" eval-nll --model "$MODEL" --text /usr/share/common-licenses/GPL-3 --windows 8)"
 echo "held-out prose: $nll_json"
-/usr/bin/python3 - "$nll_json" "${NLL_LIMIT:-7.8}" <<'PY'
+/usr/bin/python3 - "$nll_json" "${NLL_LIMIT:-7.6}" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1]); limit = float(sys.argv[2])
 assert r["tokens_scored"] == 8 * 256, r
@@ -35,7 +35,11 @@ PY
 start serve "$BIN" serve --model "$MODEL" --port 0 --served-model-name m --spec dspark --kv-budget 512M \
   --spec-policy fixed --spec-length 1
 url="$(wait_url "$work/serve.log")"
-# The expanded folder carries the trained ids as DSpark's draft vocabulary, used by default.
-grep -q "DSpark drafts rank 24004 of 129280 token ids" "$work/serve.log.err" ||
+# The expanded folder carries DSpark's draft vocabulary (the one shipped beside the compact form,
+# else its kept ids), used by default.
+draft_ids="$(/usr/bin/python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["ids"]))' \
+  "$MODEL/dspark_draft_vocab.json")"
+[ "$draft_ids" -gt 1000 ] && [ "$draft_ids" -lt 129280 ] || { echo "FAIL: $draft_ids draft ids"; exit 1; }
+grep -q "DSpark drafts rank $draft_ids of 129280 token ids" "$work/serve.log.err" ||
   { echo "FAIL: serve did not pick up dspark_draft_vocab.json"; cat "$work/serve.log.err"; exit 1; }
 /usr/bin/python3 "$HERE/trained_model_client.py" "$url"

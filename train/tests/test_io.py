@@ -252,6 +252,21 @@ class RoundTrip(unittest.TestCase):
         for f in ("model.safetensors", "config.json", "engram_token_map.json"):
             self.assertTrue(same_file(self.out("direct/" + f), self.out("unpacked/" + f)), f)
         run("inspect", "--model", self.out("unpacked"))
+        with open(self.out("unpacked/dspark_draft_vocab.json")) as f:  # by default: the kept ids
+            self.assertEqual(json.load(f)["ids"], kept)
+        # A draft vocabulary shipped beside the compact file is copied as it is (after a check).
+        shipped = {"ids": kept[:50], "source": "a test's choice"}
+        with open(self.out("compact/dspark_draft_vocab.json"), "w") as f:
+            json.dump(shipped, f)
+        run("unpack-model", "--compact", path, "--out", self.out("unpacked2"))
+        self.assertTrue(same_file(self.out("compact/dspark_draft_vocab.json"),
+                                  self.out("unpacked2/dspark_draft_vocab.json")))
+        with open(self.out("compact/dspark_draft_vocab.json"), "w") as f:
+            json.dump({"ids": [3, 5000]}, f)  # outside the 1,024-id vocabulary: refused
+        r = run("unpack-model", "--compact", path, "--out", self.out("unpacked3"), check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("dspark_draft_vocab.json", r.stderr)
+        os.remove(self.out("compact/dspark_draft_vocab.json"))
         # The compact form reads back as the K + 1-row state; a tied V-row state compacts the same.
         back, kept2 = compact.load_compact(self.out("compact"))
         self.assertEqual(kept2, kept)

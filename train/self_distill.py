@@ -44,6 +44,9 @@ def chat_prompts(path):
         if prompt not in seen:
             seen.add(prompt)
             out.append(prompt)
+    ends = {p[-THINK_END_PIECES:] for p in out}
+    if len(ends) > 1:  # every rendered prompt ends with the same `</think>` pieces
+        raise SystemExit(f"{path}: chat prompts end in {len(ends)} different ways, e.g. {sorted(ends)[:2]}")
     return out
 
 

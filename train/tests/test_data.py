@@ -124,6 +124,23 @@ class PackingTest(unittest.TestCase):
         self.assertAlmostEqual(cov, 6 / 7)
 
 
+class SelfDistillTest(unittest.TestCase):
+    def test_chat_prompts(self):
+        import self_distill as S
+        think_end = [1718, 37947, 32]
+        chat_a = [0, 128803, 11, 12, 128804] + think_end + [50, 51, 1]
+        chat_b = [0, 128803, 13, 128804] + think_end + [52, 1]
+        prose = [0, 60, 61, 62, 63]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "train.bin")
+            np.asarray(chat_a + prose + chat_b + chat_a, dtype="<u4").tofile(path)
+            # Prompts in stream order, each once, up to and including `</think>`; prose skipped.
+            self.assertEqual(S.chat_prompts(path), [tuple(chat_a[:8]), tuple(chat_b[:7])])
+            np.asarray(chat_a + [0, 128803, 14, 128804, 9, 9, 9, 1], dtype="<u4").tofile(path)
+            with self.assertRaises(SystemExit):  # a prompt not ending with the same pieces
+                S.chat_prompts(path)
+
+
 class SourceParsersTest(unittest.TestCase):
     def test_kjv(self):
         verses = kjv.parse_bible_output(BIBLE_OUT)

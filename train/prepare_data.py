@@ -266,6 +266,13 @@ def package_version(info):
     return res.stdout.strip() if res.returncode == 0 else None
 
 
+def make_dataset_dir(path):
+    """Creates a dataset folder that git ignores (datasets are rebuilt, never committed)."""
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, ".gitignore"), "w") as f:
+        f.write("*\n")
+
+
 def kept_ids(train, k, always):
     size = max([int(train.max()) if len(train) else 0] + list(always)) + 1
     counts = np.bincount(train, minlength=size)
@@ -367,10 +374,10 @@ def main(argv=None):
                     help="chats whose reply + EOS is longer are dropped")
     ap.add_argument("--seed", type=int, default=24)
     args = ap.parse_args(argv)
+    if args.kept_ids and args.kept_ids_base:
+        ap.error("--kept-ids reuses a list unchanged; --kept-ids-base grows one: give one of them")
     t0 = time.time()
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, ".gitignore"), "w") as f:
-        f.write("*\n")
+    make_dataset_dir(args.out)
     engine = Engine(args.bin, args.tokenizer)
 
     print("reading sources", file=sys.stderr)

@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from prepare_data import make_dataset_dir
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 ASSISTANT = 128804  # <｜Assistant｜>; the prompt ends with the `</think>` pieces after it
@@ -77,9 +79,7 @@ def main():
     ap.add_argument("--bin", default=os.path.join(REPO, "build/release/deepinfer"))
     args = ap.parse_args()
     t0 = time.time()
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, ".gitignore"), "w") as f:
-        f.write("*\n")
+    make_dataset_dir(args.out)
     temps = [float(t) for t in args.temperatures.split(",")]
     rng = np.random.default_rng(args.seed)
     report = {"model": os.path.abspath(args.model), "data": os.path.relpath(os.path.abspath(args.data), REPO),

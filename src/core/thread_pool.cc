@@ -36,7 +36,9 @@ int AvailableCpus() {
 }
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : AvailableCpus()) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads > 0 ? n_threads : AvailableCpus()),
+      claims_(static_cast<size_t>(n_threads_)) {
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
@@ -57,18 +59,43 @@ std::pair<int64_t, int64_t> ThreadPool::Partition(int64_t n, int64_t grain, int 
   return {begin, end};
 }
 
+bool ThreadPool::Claim(int t, uint64_t run) {
+  uint64_t unclaimed = 2 * run;
+  return claims_[static_cast<size_t>(t)].v.compare_exchange_strong(
+      unclaimed, 2 * run + 1, std::memory_order_acq_rel, std::memory_order_relaxed);
+}
+
 void ThreadPool::RunRaw(RawFn fn, void* ctx) {
   if (n_threads_ == 1) {
     fn(ctx, 0);
     return;
   }
+  // The previous run has finished (every index ran and was counted), so no worker can be inside
+  // fn_ or hold a claim of it: publish the new run's claims, function and counters, then its
+  // number and generation (release: a worker that reads them sees the rest).
+  const uint64_t run = run_.load(std::memory_order_relaxed) + 1;
+  for (int t = 1; t < n_threads_; ++t) {
+    claims_[static_cast<size_t>(t)].v.store(2 * run, std::memory_order_relaxed);
+  }
   fn_ = fn;
   ctx_ = ctx;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  FutexWakeAll(&generation_);
+  done_.store(0, std::memory_order_relaxed);
+  run_.store(run, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  // A worker counts itself in sleepers_ before it re-reads the generation in the futex call, so
+  // either it sees the new generation there or this load sees it (both sequentially consistent).
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) FutexWakeAll(&generation_);
   fn(ctx, 0);
-  while (pending_.load(std::memory_order_acquire) != 0) DI_CPU_RELAX();
+  int by_caller = 1;
+  for (int t = 1; t < n_threads_; ++t) {
+    if (Claim(t, run)) {
+      fn(ctx, t);
+      ++by_caller;
+    }
+  }
+  // Every index is claimed now; wait for the ones the workers took.
+  const int by_workers = n_threads_ - by_caller;
+  while (done_.load(std::memory_order_acquire) < by_workers) DI_CPU_RELAX();
 }
 
 void ThreadPool::WorkerLoop(int index) {
@@ -84,14 +111,21 @@ void ThreadPool::WorkerLoop(int index) {
       if (++spins == 1024) {
         spins = 0;
         if (std::chrono::steady_clock::now() - spin_start > kSpinBeforeSleep) {
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
           FutexWait(&generation_, seen);
+          sleepers_.fetch_sub(1, std::memory_order_seq_cst);
         }
       }
     }
     seen = now_gen;
     if (stop_.load(std::memory_order_acquire)) return;
+    // The newest run: a worker that slept through runs the caller did alone just joins this one
+    // (or finds its index taken). A run cannot end while this worker holds a claim of it, so
+    // fn_ and ctx_ stay that run's until done_ counts the claim.
+    const uint64_t run = run_.load(std::memory_order_acquire);
+    if (run == 0 || !Claim(index, run)) continue;
     fn_(ctx_, index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    done_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
 

@@ -1,11 +1,16 @@
 // ThreadPool: persistent compute threads with static partitioning.
 //
 // The caller is thread 0 and works too; n_threads - 1 workers spin on a generation counter while
-// work keeps coming (a fork/join costs ~1 µs) and fall asleep on a futex after kSpinBeforeSleep
-// of idleness, so an idle engine burns no CPU. Work is split into contiguous ranges that depend
-// only on (n, n_threads) — never on timing — so which thread computes what is reproducible, and
-// kernels keep every output element's reduction inside one thread (batch invariance: threads split
-// rows/columns/experts, never a reduction).
+// work keeps coming (a fork/join costs ~0.5 µs) and fall asleep on a futex after kSpinBeforeSleep
+// of idleness, so an idle engine burns no CPU (the wake-up syscall is made only when one sleeps).
+// Work is split into contiguous ranges that depend only on (n, n_threads) — never on timing — and
+// kernels keep every output element's reduction inside one range (batch invariance: ranges split
+// rows/columns/experts, never a reduction), so the bits never depend on which thread ran a range.
+//
+// Each index of a Run is claimed once: index t by worker t when it wakes, or by the caller once it
+// has finished its own when worker t has not started it yet. A worker the OS has descheduled (a
+// server's HTTP or delivery thread holding its core) then costs the call nothing instead of
+// stalling it until the worker gets a time slice.
 #pragma once
 
 #include <algorithm>
@@ -27,8 +32,10 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Runs fn(thread_index) once on each of the size() threads; returns when all have finished.
-  // Not reentrant: fn must not call Run on the same pool.
+  // Runs fn(t) once for each t in [0, size()): t = 0 on the caller, t > 0 on worker t or, when
+  // that worker has not claimed it by the time the caller finished its own, on the caller.
+  // Returns when all have finished. fn(t) must not wait for another index (no barriers), and is
+  // not reentrant: fn must not call Run on the same pool.
   template <typename F>
   void Run(F&& fn) {
     auto trampoline = [](void* ctx, int t) { (*static_cast<std::remove_reference_t<F>*>(ctx))(t); };
@@ -80,6 +87,8 @@ class ThreadPool {
   using RawFn = void (*)(void*, int);
   void RunRaw(RawFn fn, void* ctx);
   void WorkerLoop(int index);
+  // Claims index t of run `run` (at most one claim per index and run succeeds).
+  bool Claim(int t, uint64_t run);
 
   static constexpr std::chrono::milliseconds kSpinBeforeSleep{5};
 
@@ -87,8 +96,15 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   RawFn fn_ = nullptr;
   void* ctx_ = nullptr;
-  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word
-  alignas(64) std::atomic<int> pending_{0};
+  // Per index: 2·run while unclaimed in run `run`, 2·run + 1 once claimed.
+  struct alignas(64) ClaimWord {
+    std::atomic<uint64_t> v{0};
+  };
+  std::vector<ClaimWord> claims_;
+  alignas(64) std::atomic<uint64_t> run_{0};         // the current run's number (from 1)
+  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word: bumped once per run
+  alignas(64) std::atomic<int> done_{0};             // indices the workers finished this run
+  alignas(64) std::atomic<int> sleepers_{0};         // workers on (or about to enter) the futex
   alignas(64) std::atomic<bool> stop_{false};
 };
 

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <list>
 #include <random>
 #include <string>
 
 #include "core/check.h"
+#include "core/task_thread.h"
 #include "core/thread_pool.h"
 #include "engine/logit_rows.h"
 #include "engine/next_token_row.h"
@@ -15,6 +15,8 @@
 #include "engine/token_append.h"
 
 namespace deepinfer::engine {
+
+Engine::~Engine() = default;
 
 const char* FinishReasonName(FinishReason r) {
   switch (r) {
@@ -265,11 +267,12 @@ bool Engine::RunForward(const ScheduledBatch& batch, const StepInputs& in,
   };
   Status fs;
   if (options_.async_schedule) {
-    // forward_seconds_ is written on the worker only until get() returns.
-    std::future<Status> forward = std::async(std::launch::async, timed_forward);
+    // forward_seconds_ and fs are written on the forward thread only until Wait() returns.
+    if (!forward_thread_) forward_thread_ = std::make_unique<TaskThread>();
+    forward_thread_->Start([&] { fs = timed_forward(); });
     const std::vector<Sequence*> stopped = deliveries_.Deliver();
     FillMasks(batch);
-    fs = forward.get();
+    forward_thread_->Wait();
     for (Sequence* seq : stopped) Retire(seq);
   } else {
     FillMasks(batch);

@@ -9,14 +9,13 @@
 //                                      with the end-of-output rules (EOS, stop ids, length)
 //   speculate                          verify drafts, draft again (engine/spec/)
 //   deliver                            stop strings (the caller's check), output callbacks
-// Asynchronous scheduling (EngineOptions::async_schedule): the forward call runs on a worker
-// thread and the engine thread delivers the previous step's tokens meanwhile (stop-string
-// checks, detokenization and the callbacks, i.e. everything a server does per token). A
-// sequence a stop string ends there may already be in the running forward call: its pages are
-// released, and its extra token dropped, only when that call has returned. Outputs are the same
-// with the switch on or off.
-// The engine is single-threaded by design: Add/Step come from one thread (the owner's loop);
-// only Request::cancelled may be set from elsewhere.
+// Asynchronous scheduling (EngineOptions::async_schedule): the forward call runs on a persistent
+// worker thread (core/task_thread.h) and the engine thread delivers the previous step's tokens
+// meanwhile (stop-string checks, detokenization and the callbacks, i.e. everything a server does
+// per token). A sequence a stop string ends there may already be in the running forward call: its
+// pages are released, and its extra token dropped, only when that call has returned. Outputs are
+// the same with the switch on or off. The engine is single-threaded by design: Add/Step come from
+// one thread (the owner's loop); only Request::cancelled may be set from elsewhere.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +41,9 @@
 #include "engine/step_prepare.h"
 
 namespace deepinfer {
+class TaskThread;
 class ThreadPool;
-}
+}  // namespace deepinfer
 
 namespace deepinfer::engine {
 
@@ -90,6 +90,7 @@ class Engine {
   // Sizes the page pool from options.kv_budget_bytes and initializes the runner's pages.
   static StatusOr<std::unique_ptr<Engine>> Create(ModelRunner* runner, EngineOptions options,
                                                   ThreadPool* pool = nullptr);
+  ~Engine();
 
   // Validates and queues a request; returns its id (with params.n > 1, the n samples get the
   // ids id .. id + n - 1: the first computes the prompt, the others then fork its state and
@@ -193,6 +194,7 @@ class Engine {
   std::map<uint64_t, std::shared_ptr<Sequence>> sequences_;
   DeliveryQueue deliveries_;
   std::shared_ptr<spec::SpecDecoder> spec_;                // null with speculation off
+  std::unique_ptr<TaskThread> forward_thread_;             // async: runs the forward calls
   std::deque<std::shared_ptr<const SequenceTail>> tails_;  // imported, newest last
   uint64_t next_id_ = 1;
   int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0, tails_continued_ = 0;

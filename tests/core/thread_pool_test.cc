@@ -1,10 +1,13 @@
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -81,6 +84,59 @@ TEST(ThreadPool, WakesAfterWorkersFellAsleep) {
   std::atomic<int> count{0};
   pool.Run([&](int) { count.fetch_add(1); });
   EXPECT_EQ(count.load(), 2);
+}
+
+// Workers that start late (random delays inside fn, runs back to back, sleeps past the spin
+// window): every index still runs exactly once per run, and never two runs' work at once.
+TEST(ThreadPool, EveryIndexOncePerRunUnderLateWorkers) {
+  ThreadPool pool(3);
+  std::mt19937 rng(7);
+  std::atomic<int> inside{0};
+  std::atomic<int> overlap{0};
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<std::atomic<int>> hits(3);
+    const int slow = static_cast<int>(rng() % 4);  // 3: nobody is slow
+    pool.Run([&](int t) {
+      if (inside.fetch_add(1) >= 3) overlap.fetch_add(1);
+      if (t == slow) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 50));
+      hits[static_cast<size_t>(t)].fetch_add(1);
+      inside.fetch_sub(1);
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
+    if (round % 1000 == 999) std::this_thread::sleep_for(std::chrono::milliseconds(8));
+  }
+  EXPECT_EQ(overlap.load(), 0);
+}
+
+// On one CPU a worker runs only when the caller is preempted, so the caller finds the workers'
+// indices unclaimed after its own and runs them itself instead of spinning out its time slice.
+TEST(ThreadPool, CallerRunsIndicesOfWorkersThatHaveNotStarted) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &before)) ++cpu;
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  int64_t on_caller = 0;
+  int64_t total = 0;
+  {
+    ThreadPool pool(3);  // its workers inherit the one-CPU mask
+    const std::thread::id me = std::this_thread::get_id();
+    for (int round = 0; round < 2000; ++round) {
+      std::vector<std::thread::id> ran(3);
+      pool.Run([&](int t) { ran[static_cast<size_t>(t)] = std::this_thread::get_id(); });
+      EXPECT_EQ(ran[0], me);
+      for (int t = 1; t < 3; ++t) {
+        on_caller += ran[static_cast<size_t>(t)] == me ? 1 : 0;
+        ++total;
+      }
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(before), &before), 0);
+  // Most worker indices ran on the caller (a worker scheduled in between takes its own).
+  EXPECT_GT(on_caller, total / 2);
 }
 
 TEST(ThreadPool, DestroysCleanlyWhileWorkersSleep) {

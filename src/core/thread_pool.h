@@ -76,6 +76,15 @@ class ThreadPool {
     });
   }
 
+  // A grain for ParallelFor over items of `work_per_item` element operations each: chunks of at
+  // least kMinChunkWork, so a call too small to pay for a hand-off (a few rows of a narrow
+  // model) runs on the caller alone. Item results never depend on the grain.
+  static constexpr int64_t kMinChunkWork = int64_t{1} << 14;
+  static int64_t GrainFor(int64_t work_per_item) {
+    const int64_t w = std::max<int64_t>(1, work_per_item);
+    return (kMinChunkWork + w - 1) / w;
+  }
+
   // The range of thread t when [0, n) is split in multiples of grain over n_threads.
   static std::pair<int64_t, int64_t> Partition(int64_t n, int64_t grain, int t, int n_threads);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -33,6 +34,29 @@ TEST(ThreadPool, PartitionCoversRangeInGrainMultiples) {
       }
     }
   }
+}
+
+TEST(ThreadPool, GrainForGivesChunksOfTheMinimumWork) {
+  for (int64_t work :
+       {int64_t{0}, int64_t{1}, int64_t{100}, int64_t{1000}, int64_t{4096},
+        ThreadPool::kMinChunkWork - 1, ThreadPool::kMinChunkWork, int64_t{1} << 20}) {
+    const int64_t g = ThreadPool::GrainFor(work);
+    EXPECT_GE(g, 1) << work;
+    EXPECT_GE(g * std::max<int64_t>(work, 1), ThreadPool::kMinChunkWork) << work;
+    // The smallest such grain: one item less is below the minimum (or the grain is 1).
+    if (g > 1) EXPECT_LT((g - 1) * work, ThreadPool::kMinChunkWork) << work;
+  }
+  // Four rows of 4,096 operations are one chunk: run on the caller, no hand-off.
+  ThreadPool pool(2);
+  const std::thread::id me = std::this_thread::get_id();
+  int calls = 0;
+  pool.ParallelFor(4, ThreadPool::GrainFor(4096), [&](int64_t b, int64_t e) {
+    EXPECT_EQ(std::this_thread::get_id(), me);
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 4);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
 }
 
 TEST(ThreadPool, RunCallsEveryThreadOnceEachTime) {

@@ -32,7 +32,7 @@ void ApplyEngram(const ModelConfig& c, const EngramWeights& w, const int64_t* ha
         << "engram row " << hash_ids[i] << " out of range " << w.rows;
   }
   // Rows are independent (gather, gating): split over the pool, same bits per row.
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  pool.ParallelFor(rows, ThreadPool::GrainFor(in), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t col = 0; col < cols; ++col) {
         const int64_t id = hash_ids[r * cols + col];
@@ -52,7 +52,7 @@ void ApplyEngram(const ModelConfig& c, const EngramWeights& w, const int64_t* ha
   sub.emplace("engram.gate");
   const float eps = static_cast<float>(c.norm_eps);
   const float inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  pool.ParallelFor(rows, ThreadPool::GrainFor(4 * hc * dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const uint16_t* value = kv.data() + r * out_w + hc * dim;
       for (int k = 0; k < hc; ++k) {

@@ -26,7 +26,9 @@ void HcMixes(const ModelConfig& c, const HcWeights& w, const uint16_t* x, int64_
   params.sinkhorn_iters = c.hc_sinkhorn_iters;
   params.eps = static_cast<float>(c.hc_eps);
   const float eps = static_cast<float>(c.norm_eps);
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  // Per row: the norm over the stream, then sinkhorn_iters passes over the hc × hc mix.
+  const int64_t row_work = width + n_mix * (c.hc_sinkhorn_iters + 1);
+  pool.ParallelFor(rows, ThreadPool::GrainFor(row_work), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float rs = kernels::RmsNormFactor(x + r * width, width, eps);
       float* m = mixes.data() + r * n_mix;
@@ -47,7 +49,7 @@ void HcCollapse(const ModelConfig& c, const uint16_t* x, const float* pre, int64
     kernels::HcCollapseRows(shape, x + r0 * hc * dim, pre + r0 * hc, r1 - r0, y + r0 * dim);
   };
   if (pool != nullptr && rows > 1) {
-    pool->ParallelFor(rows, 1, run);
+    pool->ParallelFor(rows, ThreadPool::GrainFor(hc * dim), run);
   } else {
     run(0, rows);
   }
@@ -59,7 +61,7 @@ void HcPost(const ModelConfig& c, const uint16_t* y, const uint16_t* x, const fl
   const int64_t dim = c.dim;
   ScopedPhase phase("hc.post");
   const kernels::HcStreamShape shape{hc, dim};
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  pool.ParallelFor(rows, ThreadPool::GrainFor(hc * hc * dim), [&](int64_t r0, int64_t r1) {
     kernels::HcPostRows(shape, y + r0 * dim, x + r0 * hc * dim, post + r0 * hc, comb + r0 * hc * hc,
                         r1 - r0, out + r0 * hc * dim);
   });

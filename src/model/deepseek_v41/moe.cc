@@ -102,7 +102,7 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
   sub.emplace("moe.routed");  // quantization, the exchange or the local experts
   // Activation quantized once for every expert that reads it.
   std::vector<uint16_t> xq(rows * dim);
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  pool.ParallelFor(rows, ThreadPool::GrainFor(2 * dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       kernels::QuantizeActScaledBf16(x + r * dim, dim, xq.data() + r * dim);
     }
@@ -126,14 +126,14 @@ void RunMoe(const BatchContext& ctx, int li, const uint16_t* x, uint16_t* out) {
   const uint16_t* xin = mw.shared.w1.quantized() ? xq.data() : x;  // bf16 weights take x as is
   mw.shared.w1.ApplyQuantized(xin, rows, dim, g.data(), inter, pool);
   mw.shared.w3.ApplyQuantized(xin, rows, dim, u.data(), inter, pool);
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  pool.ParallelFor(rows, ThreadPool::GrainFor(4 * inter), [&](int64_t r0, int64_t r1) {
     SwiGluRows(g.data() + r0 * inter, u.data() + r0 * inter, inter, nullptr, r1 - r0, inter, limit,
                hs.data() + r0 * inter);
   });
   mw.shared.w2.Apply(hs.data(), rows, inter, ys.data(), dim, pool);
   sub.emplace("moe.sum");
   // Per row: the routed outputs summed in ascending expert order from +0, then the shared one.
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  pool.ParallelFor(rows, ThreadPool::GrainFor((top + 1) * dim), [&](int64_t r0, int64_t r1) {
     std::vector<int64_t> order(top);
     std::vector<float> acc(dim);
     for (int64_t r = r0; r < r1; ++r) {

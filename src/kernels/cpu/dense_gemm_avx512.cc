@@ -23,10 +23,37 @@ inline float ReduceTree(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
+// ReduceTree of four registers at once, the same adds on the same operands in the same order
+// (so the same bits), with the registers' halves, quarters and pairs side by side in shuffles:
+// lane j of the result is the tree of a[j]. A scalar tree per output costs about as much as the
+// dot products themselves when K is a few hundred (a narrow model's head).
+inline __m128 ReduceTree4(const __m512 (&a)[4]) {
+  // s8[l] = P[l] + P[l+8]: quarters (0, 1) + (2, 3) of two registers per add.
+  const __m512 b01 = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 b23 = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // s4[l] = s8[l] + s8[l+4]: quarter j holds register j's s4.
+  const __m512 c = _mm512_add_ps(_mm512_shuffle_f32x4(b01, b23, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(b01, b23, _MM_SHUFFLE(3, 1, 3, 1)));
+  // s2[l] = s4[l] + s4[l+2], then s2[0] + s2[1], in lane 0 of each quarter.
+  const __m512 d = _mm512_add_ps(c, _mm512_shuffle_ps(c, c, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 e = _mm512_add_ps(d, _mm512_shuffle_ps(d, d, _MM_SHUFFLE(1, 1, 1, 1)));
+  const __m512i first_lanes = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(first_lanes, e));
+}
+
 template <int MR, int NR>
 void StoreTile(const DenseGemmCall& c, int64_t m0, int64_t n0, const __m512 (&acc)[MR][NR]) {
-  for (int i = 0; i < MR; ++i) {
-    for (int j = 0; j < NR; ++j) StoreDenseOut(c, m0 + i, n0 + j, ReduceTree(acc[i][j]));
+  if constexpr (NR == 4) {
+    for (int i = 0; i < MR; ++i) {
+      avx512::StoreOut(_mm512_zextps128_ps512(ReduceTree4(acc[i])), 0xF, c.out,
+                       (m0 + i) * c.ldo + n0, c.out_dtype);
+    }
+  } else {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NR; ++j) StoreDenseOut(c, m0 + i, n0 + j, ReduceTree(acc[i][j]));
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/check.h"
 #include "model/deepseek_v41/rollback.h"
 #include "model/deepseek_v41/sequence_snapshot.h"
 
@@ -153,6 +154,7 @@ Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<
   opt.want_taps = drafts_;
   opt.decoder_replay_keep = options_.decoder_replay_keep;
   model::ForwardOutput out;
+  out.logits.swap(*logits);  // the previous step's buffer, reused by the head (not cleared)
   Status fs = model_->Forward(fin, opt, &out);
   if (!fs.ok()) {
     for (const RunnerInput& in : inputs) {
@@ -161,9 +163,17 @@ Status DeepSeekRunner::Forward(std::span<const RunnerInput> inputs, std::vector<
     return fs;
   }
   const size_t vocab = static_cast<size_t>(vocab_size());
-  logits->resize(out_rows * vocab);
+  bool every_input_wants_logits = true;
+  for (const RunnerInput& in : inputs) every_input_wants_logits &= in.want_logits;
+  if (every_input_wants_logits) {
+    // The model's rows are the caller's rows (decode and verify steps): hand the buffer over.
+    CHECK_EQ(out.logits.size(), out_rows * vocab);
+    logits->swap(out.logits);
+  } else {
+    logits->resize(out_rows * vocab);
+  }
   size_t k = 0, o = 0;  // the model returns rows only for inputs that want them, in input order
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size() && !every_input_wants_logits; ++i) {
     const auto rows = static_cast<size_t>(fin[i].logits_rows);
     if (inputs[i].want_logits) {
       std::copy_n(out.logits.data() + k * vocab, rows * vocab, logits->data() + o * vocab);

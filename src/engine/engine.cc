@@ -420,7 +420,8 @@ Status Engine::Step() {
   std::vector<std::shared_ptr<Sequence>> alive;
   for (const ScheduledEntry& e : batch.entries) alive.push_back(sequences_.at(e.seq->id));
   const StepInputs in = BuildStepInputs(batch, spec_.get());
-  std::vector<float> logits;
+  // The buffer is the previous step's: the runner overwrites every row that has logits.
+  std::vector<float>& logits = step_logits_;
   if (!RunForward(batch, in, &logits)) return Status::Ok();
   SampleRows rows;
   std::vector<size_t> verify;  // entries that verify drafts

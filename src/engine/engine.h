@@ -193,8 +193,9 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::map<uint64_t, std::shared_ptr<Sequence>> sequences_;
   DeliveryQueue deliveries_;
-  std::shared_ptr<spec::SpecDecoder> spec_;                // null with speculation off
-  std::unique_ptr<TaskThread> forward_thread_;             // async: runs the forward calls
+  std::shared_ptr<spec::SpecDecoder> spec_;     // null with speculation off
+  std::unique_ptr<TaskThread> forward_thread_;  // async: runs the forward calls
+  std::vector<float> step_logits_;  // a step's logits; the buffer is reused by the next step
   std::deque<std::shared_ptr<const SequenceTail>> tails_;  // imported, newest last
   uint64_t next_id_ = 1;
   int64_t steps_ = 0, tokens_computed_ = 0, tokens_generated_ = 0, tails_continued_ = 0;

@@ -126,6 +126,8 @@ class ModelRunner {
   }
   // One forward over a mixed batch. Logits rows in input order: logits_rows rows per input
   // (1 by default; contents unspecified for an input with !want_logits), [rows][vocab].
+  // *logits may arrive holding the previous call's buffer: size it, then overwrite every row
+  // that has logits (reusing the buffer spares an allocation and its clearing).
   virtual Status Forward(std::span<const RunnerInput> inputs, std::vector<float>* logits) = 0;
 
   // Speculative decoding (optional; the defaults have no drafter). EnableDrafts is called once

@@ -71,7 +71,7 @@ struct ForwardOptions {
 
 struct ForwardOutput {
   std::vector<int64_t> logit_rows;     // batch rows that have logits, ascending
-  std::vector<float> logits;           // [logit_rows][vocab]
+  std::vector<float> logits;           // [logit_rows][vocab]; may hold a buffer to reuse
   std::vector<uint16_t> taps;          // [rows][n_taps * dim] bf16 (want_taps)
   std::vector<uint16_t> final_hidden;  // [rows][dim] bf16: after the last collapse, before norm
 };

@@ -419,6 +419,9 @@ Status Engine::Step() {
   // Retiring drops the engine's reference; the batch's sequences must outlive this step.
   std::vector<std::shared_ptr<Sequence>> alive;
   for (const ScheduledEntry& e : batch.entries) alive.push_back(sequences_.at(e.seq->id));
+  // Every entry decodes or verifies (no prompt rows): the spec cost model's observation.
+  bool decode_only = true;
+  for (const ScheduledEntry& e : batch.entries) decode_only &= e.seq->remaining() == 1;
   const StepInputs in = BuildStepInputs(batch, spec_.get());
   // The buffer is the previous step's: the runner overwrites every row that has logits.
   std::vector<float>& logits = step_logits_;
@@ -433,7 +436,7 @@ Status Engine::Step() {
   const double step_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
   step_seconds_ += step_s;
-  if (spec_) spec_->EndStep(batch.n_tokens, step_s);
+  if (spec_) spec_->EndStep(batch.n_tokens, step_s, decode_only);
   return Status::Ok();
 }
 

@@ -183,6 +183,39 @@ TEST(EngineSpecTest, PointMassDraftsGiveThePlainOutputUnderEveryPolicy) {
   }
 }
 
+// A drafter whose calls cost far more than the steps they save (2 ms against microsecond fake
+// steps): the online cost model sees that speculation does not pay and stops drafting, though
+// its drafts are mostly accepted (the acceptance gate alone would keep drafting every step).
+TEST(EngineSpecTest, CostModelStopsDraftingWhenDraftsCostMoreThanTheyReturn) {
+  std::vector<Case> cases = Cases(40, 3, kVocab);
+  for (Case& c : cases) c.params.temperature = 0.0f;  // greedy: the drafts are mostly accepted
+  SpecFakeRunner off_runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
+                            SpecFakeRunner::Drafter::kGreedyNoisy);
+  EngineStats plain_stats;
+  const std::vector<RunOut> plain = RunEngine(&off_runner, cases, RunConfig{}, &plain_stats);
+  SpecFakeRunner runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
+                        SpecFakeRunner::Drafter::kGreedyNoisy);
+  runner.draft_delay_us = 2000;
+  runner.miss_period = 10;
+  // Every request admitted at once: after the prompts, steps of decode rows only (those the
+  // online cost model observes).
+  RunConfig rc;
+  rc.max_running = 64;
+  rc.batch_tokens = 4096;
+  rc.chunk = 64;
+  rc.spec.mode = spec::SpecMode::kDSpark;
+  rc.spec.policy = spec::SpecPolicy::kCostModel;  // step cost profiled online
+  rc.spec.explore_budget = 0.0;  // explorations by count only: the acceptance gate opens
+  EngineStats stats;
+  ExpectSame(plain, RunEngine(&runner, cases, rc, &stats), "costly drafter");
+
+  EXPECT_GT(stats.spec.draft_calls, 0);  // it explored
+  int64_t tokens = 0;                    // decode opportunities
+  for (const RunOut& r : plain) tokens += static_cast<int64_t>(r.ids.size());
+  EXPECT_LT(stats.spec.draft_calls * 4, tokens)
+      << stats.spec.draft_calls << " draft calls for " << tokens << " output tokens";
+}
+
 TEST(EngineSpecTest, PreemptionAndPrefixHitsChangeNothing) {
   const std::vector<Case> cases = Cases(16, 2, kVocab, /*shared=*/24);
   RunConfig off;

@@ -9,11 +9,13 @@
 // (given with the proposal), which differs from the target.
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/model_runner.h"
@@ -37,6 +39,7 @@ class SpecFakeRunner : public ModelRunner {
   std::vector<float> fixed_logits;  // kFixed: [vocab]
   std::vector<float> draft_q;       // kSampled: [vocab], sums to 1
   int miss_period = 3;              // kGreedyNoisy: about one draft in miss_period is wrong
+  int draft_delay_us = 0;           // each Draft call sleeps this long (a costly drafter)
 
   int64_t vocab_size() const override { return vocab_; }
   int32_t eos_token_id() const override { return 1; }
@@ -95,6 +98,7 @@ class SpecFakeRunner : public ModelRunner {
   int64_t max_drafts() const override { return enabled_ ? block_ : 0; }
 
   Status Draft(RunnerSequence* rs, const DraftRequest& request, DraftProposal* out) override {
+    if (draft_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(draft_delay_us));
     auto* s = static_cast<FakeSequence*>(rs);
     uint64_t d = Next(s->digests.empty() ? 0x9e37 : s->digests.back(), request.token);
     out->tokens.clear();

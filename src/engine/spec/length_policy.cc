@@ -38,7 +38,7 @@ void AcceptanceCalibration::Observe(std::span<const float> c, int64_t verified, 
 
 std::vector<int64_t> ChooseLengths(const SpecOptions& options, const StepCostModel& cost,
                                    std::span<const LengthCandidate> candidates, int64_t base_rows,
-                                   double base_tokens, int64_t max_rows) {
+                                   double base_tokens, int64_t max_rows, double* theta_out) {
   std::vector<int64_t> len(candidates.size(), 0);
   for (size_t r = 0; r < candidates.size(); ++r) {
     const LengthCandidate& c = candidates[r];
@@ -88,6 +88,7 @@ std::vector<int64_t> ChooseLengths(const SpecOptions& options, const StepCostMod
     rows += 1;
     len[it.r] = it.j + 1;
   }
+  if (theta_out != nullptr) *theta_out = theta;
   return len;
 }
 

@@ -103,8 +103,21 @@ void SpecDecoder::Plan(std::span<Sequence* const> running) {
     owners.push_back(seq);
   }
   if (candidates.empty()) return;
+  double theta = 0.0;
   const std::vector<int64_t> len = ChooseLengths(options_, cost_, candidates, base_rows,
-                                                 base_tokens, scheduler_.max_batch_tokens);
+                                                 base_tokens, scheduler_.max_batch_tokens, &theta);
+  if (options_.policy == SpecPolicy::kCostModel && !cost_.fixed() && cost_.observed() &&
+      base_tokens > 0.0) {
+    // Speculating: the chosen rows plus a draft call per candidate (the cost model fits steps
+    // without their draft calls), against a step where nobody drafts.
+    int64_t rows = base_rows;
+    for (int64_t l : len) rows += l;
+    const double tau = theta * cost_.Seconds(rows);
+    const double spec_rate =
+        tau / (cost_.Seconds(rows) + draft_s_ * static_cast<double>(owners.size()));
+    const double ratio = spec_rate / (base_tokens / cost_.Seconds(base_rows));
+    pays_ = 0.8 * pays_ + 0.2 * std::min(ratio, 1.25);  // capped: two bad steps close it
+  }
   for (size_t r = 0; r < owners.size(); ++r) {
     int64_t n = len[r];
     if (owners[r]->spec->explore)
@@ -198,7 +211,7 @@ Status SpecDecoder::Draft(Sequence* seq) {
   sp.proposal = DraftProposal{};
   sp.drafted_at = -1;
   sp.explore = false;
-  if (options_.policy == SpecPolicy::kCostModel && gain_ < options_.min_gain) {
+  if (options_.policy == SpecPolicy::kCostModel && (gain_ < options_.min_gain || pays_ < 1.0)) {
     // Gate closed: one sequence explores per explore_period decode opportunities (counted over
     // all sequences, so the cost per generated token does not grow with the batch).
     if (options_.explore_period <= 0 || --explore_countdown_ > 0) return Status::Ok();
@@ -218,21 +231,24 @@ Status SpecDecoder::Draft(Sequence* seq) {
   request.max_drafts = n;
   const auto start = std::chrono::steady_clock::now();
   DI_RETURN_IF_ERROR(runner_->Draft(seq->runner.get(), request, &sp.proposal));
-  if (sp.explore && options_.explore_budget > 0.0) {
-    explore_debt_s_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-        options_.explore_budget;
-  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  draft_s_ = draft_s_ > 0.0 ? 0.9 * draft_s_ + 0.1 * took : took;
+  step_draft_s_ += took;
+  if (sp.explore && options_.explore_budget > 0.0)
+    explore_debt_s_ += took / options_.explore_budget;
   ++counters_.draft_calls;
   counters_.drafted += static_cast<int64_t>(sp.proposal.tokens.size());
   sp.drafted_at = static_cast<int64_t>(seq->tokens.size());
   return Status::Ok();
 }
 
-void SpecDecoder::EndStep(int64_t rows, double seconds) {
+void SpecDecoder::EndStep(int64_t rows, double seconds, bool decode_only) {
   ++steps_;
   explore_debt_s_ = std::max(0.0, explore_debt_s_ - seconds);
-  cost_.Observe(rows, seconds);
+  // The fit is of the step without its draft calls (Plan adds them per drafting sequence).
+  if (decode_only) cost_.Observe(rows, std::max(seconds - step_draft_s_, 1e-9));
+  step_draft_s_ = 0.0;
 }
 
 }  // namespace deepinfer::engine::spec

@@ -58,8 +58,10 @@ class SpecDecoder {
   // New drafts for a sequence whose every token but the newest is consumed (no-op otherwise,
   // for opted-out requests, and while the engine's acceptance is too low; see SpecOptions).
   Status Draft(Sequence* seq);
-  // The step's rows and wall time (the cost model's observation).
-  void EndStep(int64_t rows, double seconds);
+  // The step's rows and wall time: the cost model's observation when the step had no prefill
+  // rows (decode_only). A prefill row needs no head, so on a model whose head dominates a mix
+  // of both kinds would flatten the fitted cost of the verify rows the policy adds.
+  void EndStep(int64_t rows, double seconds, bool decode_only);
 
   const SpecCounters& counters() const { return counters_; }
 
@@ -75,6 +77,15 @@ class SpecDecoder {
   // drafting begins closed and the first exploration (the first decode opportunity) opens it
   // when a draft is accepted; a drafter that stops hitting closes it within a few verify calls.
   double gain_ = 0.0;
+  // kCostModel with the step cost profiled online (with fixed costs the policy stays a function
+  // of the drafts alone): whether speculation pays at all, not just which drafts. A decaying
+  // mean of the tokens per second of the chosen lengths, counting one draft call per drafting
+  // sequence, over those of the same step with nobody drafting (the cost model fits steps
+  // without their draft calls). Below 1 the gate closes (drafting costs more than the verified
+  // drafts return: a compute-bound head at larger batches); explorations reopen it. Starts at 1.
+  double pays_ = 1.0;
+  double draft_s_ = 0.0;           // decaying mean of one draft call's seconds
+  double step_draft_s_ = 0.0;      // this step's draft calls so far
   int64_t explore_countdown_ = 0;  // decode opportunities until the next exploration
   double explore_debt_s_ = 0.0;    // step time still owed for past explorations (explore_budget)
 };

@@ -23,6 +23,8 @@ class StepCostModel {
   // Predicted seconds of a step with `rows` rows (> 0; 1 when nothing was observed yet).
   double Seconds(int64_t rows) const;
   bool fixed() const { return fixed_; }
+  // Fixed, or fitted from at least one observation (else Seconds is the prior's guess).
+  bool observed() const { return fixed_ || sw_ > 0.0; }
 
  private:
   bool fixed_;

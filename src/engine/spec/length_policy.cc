@@ -38,7 +38,8 @@ void AcceptanceCalibration::Observe(std::span<const float> c, int64_t verified, 
 
 std::vector<int64_t> ChooseLengths(const SpecOptions& options, const StepCostModel& cost,
                                    std::span<const LengthCandidate> candidates, int64_t base_rows,
-                                   double base_tokens, int64_t max_rows, double* theta_out) {
+                                   double base_tokens, int64_t max_rows, double overhead_s,
+                                   double* theta_out) {
   std::vector<int64_t> len(candidates.size(), 0);
   for (size_t r = 0; r < candidates.size(); ++r) {
     const LengthCandidate& c = candidates[r];
@@ -77,11 +78,11 @@ std::vector<int64_t> ChooseLengths(const SpecOptions& options, const StepCostMod
                    [](const Item& x, const Item& y) { return x.a > y.a; });
   double tau = base_tokens;
   int64_t rows = base_rows;
-  double theta = tau / cost.Seconds(rows);
+  double theta = tau / (cost.Seconds(rows) + overhead_s);
   for (const Item& it : items) {
     if (it.j != len[it.r]) continue;  // a tie out of prefix order: wait for the prefix
     if (rows + 1 > max_rows) break;
-    const double next = (tau + it.a) / cost.Seconds(rows + 1);
+    const double next = (tau + it.a) / (cost.Seconds(rows + 1) + overhead_s);
     if (!(next > theta)) break;  // the first non-improvement ends the admission
     theta = next;
     tau += it.a;

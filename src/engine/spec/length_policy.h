@@ -40,9 +40,12 @@ struct LengthCandidate {
 
 // Lengths (<= each candidate's cap and its drafts) for one step. base_rows: rows the batch has
 // without any draft (decode rows plus prefill chunk rows); base_tokens: tokens it yields.
-// kCostModel: *theta (when given) receives Θ = τ · SPS(B) of the lengths chosen (tokens/s).
+// kCostModel: SPS(B) = 1 / (seconds(B) + overhead_s), overhead_s being the step's cost that no
+// length changes (its draft calls); *theta (when given) receives Θ = τ · SPS(B) of the lengths
+// chosen (tokens/s).
 std::vector<int64_t> ChooseLengths(const SpecOptions& options, const StepCostModel& cost,
                                    std::span<const LengthCandidate> candidates, int64_t base_rows,
-                                   double base_tokens, int64_t max_rows, double* theta = nullptr);
+                                   double base_tokens, int64_t max_rows, double overhead_s = 0.0,
+                                   double* theta = nullptr);
 
 }  // namespace deepinfer::engine::spec

@@ -103,19 +103,19 @@ void SpecDecoder::Plan(std::span<Sequence* const> running) {
     owners.push_back(seq);
   }
   if (candidates.empty()) return;
+  // The fit is of steps without their draft calls; this step's drafting sequences will draft
+  // again after it whatever the lengths (a cycle is one draft call and one verify step).
+  const double drafting_s = cost_.fixed() ? 0.0 : draft_s_ * static_cast<double>(owners.size());
   double theta = 0.0;
-  const std::vector<int64_t> len = ChooseLengths(options_, cost_, candidates, base_rows,
-                                                 base_tokens, scheduler_.max_batch_tokens, &theta);
+  const std::vector<int64_t> len =
+      ChooseLengths(options_, cost_, candidates, base_rows, base_tokens,
+                    scheduler_.max_batch_tokens, drafting_s, &theta);
   if (options_.policy == SpecPolicy::kCostModel && !cost_.fixed() && cost_.observed() &&
       base_tokens > 0.0) {
     // Speculating: the chosen rows plus a draft call per candidate (the cost model fits steps
     // without their draft calls), against a step where nobody drafts.
-    int64_t rows = base_rows;
-    for (int64_t l : len) rows += l;
-    const double tau = theta * cost_.Seconds(rows);
-    const double spec_rate =
-        tau / (cost_.Seconds(rows) + draft_s_ * static_cast<double>(owners.size()));
-    const double ratio = spec_rate / (base_tokens / cost_.Seconds(base_rows));
+    // theta counts the draft calls already; nobody drafting has neither them nor the drafts.
+    const double ratio = theta / (base_tokens / cost_.Seconds(base_rows));
     pays_ = 0.8 * pays_ + 0.2 * std::min(ratio, 1.25);  // capped: two bad steps close it
   }
   for (size_t r = 0; r < owners.size(); ++r) {

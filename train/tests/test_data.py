@@ -17,7 +17,8 @@ TRAIN = os.path.dirname(HERE)
 sys.path.insert(0, TRAIN)
 
 import prepare_data as P  # noqa: E402
-from data_sources import Chat, Doc, fortunes, htmlprose, kjv, pgdocs, pydocs, wordnet  # noqa: E402
+from data_sources import (Chat, Doc, fortunes, htmlprose, kjv, mobydick, npmtext, pgdocs,  # noqa: E402
+                          pydocs, sotu, wordnet)
 
 BIN = os.environ.get("DEEPINFER_BIN", P.DEFAULT_BIN)
 TOK = os.environ.get("DEEPINFER_TOKENIZER_DIR", P.DEFAULT_TOKENIZER)
@@ -288,6 +289,76 @@ class ModernProseTest(unittest.TestCase):
         self.assertEqual(dropped, 2)
         self.assertEqual(P.source_names("kjv,wordnet"), ["kjv", "wordnet"])
         self.assertEqual(P.source_names("kjv,modern,pgdocs"), ["kjv"] + P.MODERN)
+
+
+def fake_npm_package(root, name, files):
+    """A node_modules tree holding package `name` (version 9.9.9) with data/FILE texts."""
+    pkg = os.path.join(root, name)
+    os.makedirs(os.path.join(pkg, "data"))
+    with open(os.path.join(pkg, "package.json"), "w") as f:
+        f.write('{"name": "%s", "version": "9.9.9"}' % name)
+    for fn, text in files.items():
+        with open(os.path.join(pkg, "data", fn), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+class NpmTextTest(unittest.TestCase):
+    """The npm corpora: the State of the Union (training) and Moby-Dick (held out)."""
+
+    def test_sentence_pieces(self):
+        text = ('Fellow-Citizens: I feel much satisfaction. "Is it so?" he asked. The navy '
+                'grew (in 1801.) Then came peace!  And 3.5 more words follow here.')
+        pieces = npmtext.sentence_pieces(text, 45)
+        self.assertEqual(pieces, ["Fellow-Citizens: I feel much satisfaction.",
+                                  '"Is it so?" he asked.',
+                                  "The navy grew (in 1801.) Then came peace!",
+                                  "And 3.5 more words follow here."])
+        self.assertTrue(all(len(p) <= 45 for p in pieces))
+        self.assertEqual(" ".join(pieces), " ".join(text.split()))
+        # a sentence longer than the limit stays one piece (chunk_text cuts it later)
+        self.assertEqual(npmtext.sentence_pieces("A" * 60 + ". Short one.", 20),
+                         ["A" * 60 + ".", "Short one."])
+
+    def test_sotu_on_a_tree(self):
+        body = " ".join(f"Sentence number {i} of the address is here." for i in range(200))
+        with tempfile.TemporaryDirectory() as d:
+            fake_npm_package(d, sotu.PACKAGE, {"1790_george_washington_n.txt": body + "\n",
+                                               "1790_george_washington_n.json": "{}",
+                                               "2021_joseph_r_biden_d.txt": "Short. Address."})
+            c = sotu.load(d)
+            self.assertEqual(npmtext.package_version(sotu.PACKAGE, d), "9.9.9")
+        keys = [x.key for x in c.docs]
+        self.assertEqual(sorted(set(keys)), ["sotu:1790_george_washington_n",
+                                             "sotu:2021_joseph_r_biden_d"])
+        first = [x.text for x in c.docs if x.key == "sotu:1790_george_washington_n"]
+        self.assertGreater(len(first), 1)
+        self.assertTrue(all(len(t) <= sotu.MAX_CHARS and t.endswith("here.") for t in first))
+        self.assertEqual(" ".join(first), body)
+        self.assertEqual(c.chats, [])
+        self.assertTrue(sotu.INFO["prose_only"])
+
+    def test_mobydick_needs_every_chapter(self):
+        files = {f"chapter_{i}.txt": f"CHAPTER {i}.\n\nText {i}.\n" for i in range(1, 136)}
+        files.update({"epilogue.txt": "Epilogue\n", "contents.txt": "skip", "chapter_1.json": "{}"})
+        with tempfile.TemporaryDirectory() as d:
+            fake_npm_package(d, mobydick.PACKAGE, files)
+            docs = mobydick.documents(d)
+            os.remove(os.path.join(d, mobydick.PACKAGE, "data", "chapter_7.txt"))
+            with self.assertRaises(FileNotFoundError):
+                mobydick.documents(d)
+        self.assertEqual(len(docs), 136)
+        self.assertEqual([x.key for x in docs[:3]], ["heldout:moby-dick:chapter_1",
+                                                     "heldout:moby-dick:chapter_2",
+                                                     "heldout:moby-dick:chapter_3"])
+        self.assertEqual(docs[-1].key, "heldout:moby-dick:epilogue")
+        with self.assertRaises(FileNotFoundError):
+            npmtext.package_dir("@stdlib/no-such-package", "/nonexistent")
+
+    def test_repeats(self):
+        self.assertEqual(P.parse_repeats(["sotu=2"], ["kjv", "sotu"]), {"sotu": 2})
+        for bad in ("sotu=0", "sotu", "pgdocs=2", "sotu=x"):
+            with self.assertRaises(SystemExit):
+                P.parse_repeats([bad], ["kjv", "sotu"])
 
 
 @unittest.skipUnless(HAVE_ENGINE or NAMED, f"no {BIN} / tokenizer (set DEEPINFER_BIN)")

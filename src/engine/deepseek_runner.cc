@@ -237,13 +237,14 @@ Status DeepSeekRunner::Draft(RunnerSequence* rs, const DraftRequest& request, Dr
   }
   DI_ASSIGN_OR_RETURN(
       model::DraftOutput d,
-      model_->DSparkDraft(st, request.token, draft_vocab_ ? &*draft_vocab_ : nullptr));
+      model_->DSparkDraft(st, request.token, draft_vocab_ ? &*draft_vocab_ : nullptr,
+                          request.choose ? &request.choose : nullptr));
   const size_t n = std::min<size_t>(d.confidence.size(),
                                     static_cast<size_t>(std::max<int64_t>(0, request.max_drafts)));
   out->tokens.assign(d.ids.begin() + 1, d.ids.begin() + 1 + static_cast<std::ptrdiff_t>(n));
   out->confidence.assign(d.confidence.begin(),
                          d.confidence.begin() + static_cast<std::ptrdiff_t>(n));
-  out->probs.clear();  // greedy drafts
+  out->probs.clear();  // deterministic drafts (greedy, or chosen by request.choose)
   return Status::Ok();
 }
 

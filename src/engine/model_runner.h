@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -65,6 +66,11 @@ struct DraftProposal {
 struct DraftRequest {
   int32_t token = 0;  // the sequence's next token (sampled, not yet consumed)
   int64_t max_drafts = 0;
+  // Picks draft i among the drafter's ranked ids (ascending; `logits` are theirs) and returns
+  // its index; the proposal stays a deterministic one (DraftProposal::probs empty). Null: the
+  // first maximum (greedy drafts).
+  using Chooser = std::function<StatusOr<int64_t>(int64_t draft, std::span<const float> logits)>;
+  Chooser choose;
 };
 
 class ModelRunner {

@@ -43,6 +43,11 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* f) {
                   "token ids DSpark drafts are ranked over (frequency-ranked drafting): auto "
                   "(the model folder's dspark_draft_vocab.json if present), all, or a JSON file "
                   "of ids; outputs never depend on it, only the acceptance and the draft's cost");
+  cmd->add_option("--spec-draft-sampling", f->spec_draft_sampling,
+                  "how DSpark drafts for sampled requests: coupled (drawn from the drafter's "
+                  "distribution with the uniform the sampler will use at that position) or greedy; "
+                  "outputs never depend on it, only the acceptance")
+      ->check(CLI::IsMember({"coupled", "greedy"}));
   cmd->add_option("--expert-parallel", f->expert_parallel,
                   "under mpirun: spread the routed experts over the ranks (on) or load all of "
                   "them on every rank (off: attention data parallelism only)")
@@ -97,8 +102,8 @@ std::string EngineFlags::Describe() const {
          " spec=" + spec + " spec-policy=" + spec_policy +
          " spec-length=" + std::to_string(spec_length) +
          " spec-threshold=" + std::to_string(spec_threshold) +
-         " spec-draft-vocab=" + spec_draft_vocab + " expert-parallel=" + expert_parallel +
-         " eplb-interval=" + std::to_string(eplb_interval) +
+         " spec-draft-vocab=" + spec_draft_vocab + " spec-draft-sampling=" + spec_draft_sampling +
+         " expert-parallel=" + expert_parallel + " eplb-interval=" + std::to_string(eplb_interval) +
          " eplb-redundant=" + std::to_string(eplb_redundant) +
          " context-parallel=" + context_parallel +
          " context-parallel-min-tokens=" + std::to_string(context_parallel_min_tokens) +

@@ -113,6 +113,7 @@ StatusOr<LoadedEngine> LoadEngine(const std::string& model_dir, const std::strin
                                                       : engine::spec::SpecPolicy::kCostModel;
   eo.spec.fixed_length = flags.spec_length;
   eo.spec.threshold = static_cast<float>(flags.spec_threshold);
+  eo.spec.coupled_drafts = flags.spec_draft_sampling == "coupled";
   eo.check_integrity = flags.check_integrity == "on";
 #ifndef NDEBUG
   eo.check_integrity = true;  // debug builds check every invariant after every step

@@ -44,6 +44,8 @@ struct EngineFlags {
   // auto (the model folder's dspark_draft_vocab.json when there is one, else all), all, or a
   // file.
   std::string spec_draft_vocab = "auto";
+  // --spec-draft-sampling: coupled (sampled requests draft with their own uniforms) or greedy.
+  std::string spec_draft_sampling = "coupled";
   // Scale-out under mpirun (docs/scaleout.md): MoE expert parallelism over the ranks (on/off),
   // EPLB every eplb_interval steps (0 = off) with eplb_redundant extra expert copies per layer.
   std::string expert_parallel = "on";

@@ -183,6 +183,47 @@ TEST(EngineSpecTest, PointMassDraftsGiveThePlainOutputUnderEveryPolicy) {
   }
 }
 
+// Sampled requests (temperature 1, no truncation or penalties) with a drafter whose logits are
+// the target's: coupled drafts (the sampler's draw from the drafter's logits with the verified
+// token's own uniform) are the very tokens the verification draws, greedy drafts only where the
+// target's draw happens to be its argmax. Both give the plain output.
+TEST(EngineSpecTest, CoupledDraftsAreTheSamplersDrawsAndChangeNoOutput) {
+  std::vector<Case> cases = Cases(24, 5, kVocab);
+  for (Case& c : cases) {
+    SamplingParams p;
+    p.temperature = 1.0f;
+    p.seed = c.params.seed;
+    p.max_tokens = 24;
+    p.ignore_eos = true;
+    p.logprobs = true;
+    c.params = p;
+    c.stop_on_token = -1;
+    c.speculative = true;
+  }
+  SpecFakeRunner off_runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
+                            SpecFakeRunner::Drafter::kGreedyNoisy);
+  const std::vector<RunOut> plain = RunEngine(&off_runner, cases, RunConfig{});
+  double rate[2] = {0, 0};
+  for (const bool coupled : {false, true}) {
+    SpecFakeRunner runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
+                          SpecFakeRunner::Drafter::kGreedyNoisy);
+    runner.miss_period = 1 << 30;  // no deliberate misses
+    RunConfig rc;
+    rc.spec.mode = spec::SpecMode::kDSpark;
+    rc.spec.policy = spec::SpecPolicy::kFixed;
+    rc.spec.coupled_drafts = coupled;
+    EngineStats stats;
+    const std::vector<RunOut> out = RunEngine(&runner, cases, rc, &stats);
+    ExpectSame(plain, out, coupled ? "coupled drafts" : "greedy drafts");
+    ASSERT_GT(stats.spec.verified, 100);
+    rate[coupled] = static_cast<double>(stats.spec.accepted) / stats.spec.verified;
+  }
+  // Greedy: p(argmax) of 64 near-uniform logits at temperature 1 (~0.03); coupled: every draft
+  // is the target's draw.
+  EXPECT_LT(rate[0], 0.2);
+  EXPECT_GT(rate[1], 0.95);
+}
+
 // A drafter whose calls cost far more than the steps they save (2 ms against microsecond fake
 // steps): the online cost model sees that speculation does not pay and stops drafting, though
 // its drafts are mostly accepted (the acceptance gate alone would keep drafting every step).

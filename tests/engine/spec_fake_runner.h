@@ -4,9 +4,10 @@
 // (kHistory), so a verify row equals the plain decode row at that position, or one fixed vector
 // whatever the history (kFixed, for distribution tests). The page table is checked as in
 // FakeRunner: every position's slot holds the digest of the sequence's own prefix.
-// Drafter: kGreedyNoisy proposes the target's greedy chain with some drafts replaced by other
-// tokens (point-mass drafts, no probs); kSampled draws every draft from a fixed distribution q
-// (given with the proposal), which differs from the target.
+// Drafter: kGreedyNoisy proposes the target's greedy chain (or, given DraftRequest::choose, the
+// chooser's pick from the target's logits of the drafted prefix) with some drafts replaced by
+// other tokens (point-mass drafts, no probs); kSampled draws every draft from a fixed distribution
+// q (given with the proposal), which differs from the target.
 #pragma once
 
 #include <chrono>
@@ -121,7 +122,12 @@ class SpecFakeRunner : public ModelRunner {
         out->probs.insert(out->probs.end(), draft_q.begin(), draft_q.end());
       } else {
         Logits(d, row.data());
-        t = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+        if (request.choose) {
+          DI_ASSIGN_OR_RETURN(const int64_t pick, request.choose(j, row));
+          t = static_cast<int32_t>(pick);
+        } else {
+          t = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+        }
         if (Mix64(d ^ 0xabc) % static_cast<uint64_t>(miss_period) == 0) {
           t = static_cast<int32_t>((t + 1 + Mix64(d) % (vocab_ - 1)) % vocab_);
         }

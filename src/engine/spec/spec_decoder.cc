@@ -23,6 +23,31 @@ int64_t DraftRoom(const Sequence& seq, int64_t max_positions) {
   return std::max<int64_t>(room, 0);
 }
 
+// Coupled drafts (spec_decoder.h): draft i is the sampler's draw from the drafter's logits,
+// with the request's temperature / top_k / top_p / min_p (no penalties, bias, mask or
+// suppression: the drafter's ids are not the vocabulary) and the uniform the sampler will use
+// for the token at position `first_position + i`.
+DraftRequest::Chooser CoupledChooser(const Sequence& seq) {
+  SamplingParams params;
+  const SamplingParams& req = seq.request.params;
+  params.temperature = req.temperature;
+  params.top_k = req.top_k;
+  params.top_p = req.top_p;
+  params.min_p = req.min_p;
+  const uint64_t seed = seq.seed;
+  const int64_t sample_index = seq.request.sample_index;
+  const auto first_position = static_cast<int64_t>(seq.tokens.size());
+  return [params, seed, sample_index, first_position](
+             int64_t draft, std::span<const float> logits) -> StatusOr<int64_t> {
+    static const TokenHistory kNoHistory;
+    SampleResult r;
+    DI_RETURN_IF_ERROR(SampleOne(logits.data(), static_cast<int64_t>(logits.size()), params,
+                                 kNoHistory, seed, sample_index, first_position + draft, nullptr,
+                                 {}, &r));
+    return static_cast<int64_t>(r.token);
+  };
+}
+
 // The sampler's view of the sequence's next token (as the engine builds it for a plain decode
 // row): min_tokens suppression and the grammar mask of the matcher's current state.
 struct RowContext {
@@ -227,6 +252,9 @@ Status SpecDecoder::Draft(Sequence* seq) {
   DraftRequest request;
   request.token = seq->tokens.back();
   request.max_drafts = n;
+  if (options_.coupled_drafts && !seq->request.params.greedy()) {
+    request.choose = CoupledChooser(*seq);
+  }
   const auto start = std::chrono::steady_clock::now();
   DI_RETURN_IF_ERROR(runner_->Draft(seq->runner.get(), request, &sp.proposal));
   const double took =

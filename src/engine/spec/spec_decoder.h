@@ -13,6 +13,17 @@
 //                                length
 //   Draft     (after sampling)   new drafts after the newest token
 // Sequences that never had drafts (opt-out, prefill, spec off) run as before.
+//
+// Coupled drafts (SpecOptions::coupled_drafts; sampled requests). A greedy draft of a sampled
+// request is accepted with probability p(draft) (verify.h), which a small drafter's top choice
+// rarely earns at temperature 1. Instead draft i is the sampler's own inverse-CDF draw from the
+// drafter's logits (the request's temperature, top_k, top_p, min_p over the drafter's ids in
+// ascending order) with the uniform the sampler will draw the verified token with at that
+// position (seed, sample index, position; lane 0). Where the drafter's distribution is close to
+// the target's the two draws coincide (both walk their cumulative sums in the same id order to
+// the same uniform), so acceptance approaches the overlap of the two distributions, not the
+// target's mass on one token. The proposal is still deterministic (no q), the verify rule is the
+// greedy one and the emitted token is always the sampler's draw: outputs do not change.
 #pragma once
 
 #include <cstdint>

@@ -38,6 +38,9 @@ struct SpecOptions {
   // time before the next one (a draft is a one-row call whose cost does not shrink with the
   // batch, while the step's cost per token does). 0 = no time limit (count only).
   double explore_budget = 0.01;
+  // Sampled requests (temperature > 0): draft with the request's own uniforms (coupled drafts,
+  // spec_decoder.h) instead of greedily. Outputs are the same either way; only acceptance moves.
+  bool coupled_drafts = true;
 };
 
 }  // namespace deepinfer::engine::spec

@@ -5,8 +5,9 @@
 // residual max(0, p - q) / Σ max(0, p - q). The emitted token then follows p exactly.
 // With a deterministic draft (q a point mass on x) this is: accept with probability p(x), else
 // draw from p without x, which is the same as drawing y ~ p and accepting iff y == x. The engine
-// uses that form for greedy drafts (the DSpark runner's): y is the very token the sampler draws
-// without speculation (its uniform is keyed by position), so outputs do not depend on drafts.
+// uses that form for every deterministic draft (the DSpark runner's: greedy, or coupled to the
+// sampler's uniform, spec_decoder.h): y is the very token the sampler draws without speculation
+// (its uniform is keyed by position), so outputs do not depend on drafts.
 //
 // The random numbers of the general form come from Philox at the token's draw site (seed,
 // sample_index, position) on lanes the sampler does not use: kAcceptLane, kResampleLane.

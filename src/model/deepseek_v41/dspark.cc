@@ -8,6 +8,7 @@
 //           token, drafting greedily; the confidence head reads [hidden_i ; markov_embed_i].
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "core/bf16.h"
@@ -108,7 +109,8 @@ Status Model::DSparkExtend(std::span<const DSparkExtendItem> items) const {
 }
 
 StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t token,
-                                         const DraftVocabulary* draft_vocab) const {
+                                         const DraftVocabulary* draft_vocab,
+                                         const DraftChooser* choose) const {
   const ModelConfig& c = config_;
   if (!c.dspark_enabled()) return InvalidArgument("this model has no DSpark stages");
   if (state.dspark_length == 0) return InvalidArgument("DSpark draft before any position");
@@ -227,8 +229,16 @@ StatusOr<DraftOutput> Model::DSparkDraft(const SequenceState& state, int32_t tok
                       pool_);
     float* li = d.logits.data() + i * n_out;
     for (int64_t v = 0; v < n_out; ++v) li[v] = li[v] + bias[v];
-    const int32_t best = ArgMax(li, n_out);
-    d.ids[i + 1] = draft_vocab != nullptr ? draft_vocab->ids()[static_cast<size_t>(best)] : best;
+    int64_t best = 0;
+    if (choose != nullptr && *choose) {
+      DI_ASSIGN_OR_RETURN(best,
+                          (*choose)(i, std::span<const float>(li, static_cast<size_t>(n_out))));
+      if (best < 0 || best >= n_out) return Internal("DSparkDraft: chooser index out of range");
+    } else {
+      best = ArgMax(li, n_out);
+    }
+    d.ids[i + 1] = draft_vocab != nullptr ? draft_vocab->ids()[static_cast<size_t>(best)]
+                                          : static_cast<int32_t>(best);
     std::copy_n(d.hidden.data() + i * dim, dim, joint.data());
     std::copy_n(emb, rank, joint.data() + dim);
     kernels::GemmBf16(head.confidence.bf16(), 1, dim + rank, dim + rank, joint.data(), 1,

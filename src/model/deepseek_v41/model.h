@@ -87,6 +87,12 @@ struct DraftOutput {
   std::vector<uint16_t> hidden;   // [block][dim] last stage hidden after its collapse
 };
 
+// How Model::DSparkDraft picks draft i's token: `logits` are the ranked ids' (the vocabulary, or
+// a DraftVocabulary's ids, ascending) after the Markov bias; returns an index into them. Null:
+// the first maximum (greedy). The engine samples with the request's own uniform at the drafted
+// position (engine/spec/spec_decoder.h, "Coupled drafts").
+using DraftChooser = std::function<StatusOr<int64_t>(int64_t draft, std::span<const float> logits)>;
+
 // One sequence's rows for Model::DSparkExtend: taps [rows][n_taps*dim].
 struct DSparkExtendItem {
   SequenceState* state = nullptr;
@@ -172,10 +178,13 @@ class Model {
   // with its own rows; a sequence appears at most once). Same bits as one call per item.
   Status DSparkExtend(std::span<const DSparkExtendItem> items) const;
   // Drafts a block after position `state->dspark_length - 1`, starting from `token` (the
-  // backbone's choice for the next position), greedily over the whole vocabulary or, given
-  // `draft_vocab` (built from this model), over its ids only (draft_vocab.h).
+  // backbone's choice for the next position), over the whole vocabulary or, given
+  // `draft_vocab` (built from this model), over its ids only (draft_vocab.h); each draft is the
+  // first maximum, or what `choose` picks (it sees the logits only, not the Markov input of the
+  // next draft, which is the chosen id's).
   StatusOr<DraftOutput> DSparkDraft(const SequenceState& state, int32_t token,
-                                    const DraftVocabulary* draft_vocab = nullptr) const;
+                                    const DraftVocabulary* draft_vocab = nullptr,
+                                    const DraftChooser* choose = nullptr) const;
 
  private:
   Model() = default;

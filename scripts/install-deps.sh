@@ -26,12 +26,4 @@ command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 "$(dirname "$0")/apt-ensure.sh" "${PACKAGES[@]}"
 
 # npm packages for the tokenizer tests, pinned by the committed lock file.
-NPM_DIR=.deps/npm
-cd "$(dirname "$0")/.."
-if ! cmp -s scripts/npm/package-lock.json "$NPM_DIR/package-lock.json" ||
-   [ ! -d "$NPM_DIR/node_modules" ]; then
-  echo "installing npm packages into $NPM_DIR"
-  mkdir -p "$NPM_DIR"
-  cp scripts/npm/package.json scripts/npm/package-lock.json "$NPM_DIR/"
-  npm ci --prefix "$NPM_DIR" --no-audit --no-fund
-fi
+"$(dirname "$0")/npm-ensure.sh" scripts/npm .deps/npm

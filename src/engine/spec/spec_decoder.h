@@ -90,10 +90,11 @@ class SpecDecoder {
   double gain_ = 0.0;
   // kCostModel with the step cost profiled online (with fixed costs the policy stays a function
   // of the drafts alone): whether speculation pays at all, not just which drafts. A decaying
-  // mean of the tokens per second of the chosen lengths, counting one draft call per drafting
-  // sequence, over those of the same step with nobody drafting (the cost model fits steps
-  // without their draft calls). Below 1 the gate closes (drafting costs more than the verified
-  // drafts return: a compute-bound head at larger batches); explorations reopen it. Starts at 1.
+  // mean (weight 0.1 on the newest) of the tokens per second of the chosen lengths, counting one
+  // draft call per drafting sequence, over those of the same step with nobody drafting (the cost
+  // model fits steps without their draft calls). Below 1 the gate closes (drafting costs more
+  // than the verified drafts return: a compute-bound head at larger batches); explorations
+  // reopen it. Starts at 1.
   double pays_ = 1.0;
   double draft_s_ = 0.0;           // decaying mean of one draft call's seconds
   double step_draft_s_ = 0.0;      // this step's draft calls so far

@@ -5,7 +5,8 @@ forcing), its inputs are the sources' text; served, they are the backbone's own 
 small model words differently (shorter, repetitive). This script runs `deepinfer generate` on the
 exported model over the dataset's chat prompts (greedy and sampled at temperature 1) and writes
 the prompts with the model's replies as a dataset of the same format (`prepare_data.py`): a stream
-of BOS-started sequences, uint32. `train.py --train dspark --data OUT` then trains the DSpark stage
+of BOS-started sequences, uint32, and beside each split a uint8 mask of the reply tokens
+(SPLIT_reply.bin), with which `train.py` trains DSpark at reply positions only. `train.py --train dspark --data OUT` then trains the DSpark stage
 alone on them (the backbone frozen; its distributions are the targets, as always).
 
   /usr/bin/python3 train/self_distill.py --data train/data-v3 --model DIR --out train/data-dspark
@@ -91,16 +92,21 @@ def main():
                      "seed": args.seed * 1000003 + k}
                     for k, (i, t) in enumerate((i, t) for t in temps for i in pick)]
         answers = generate(args.bin, args.model, requests, args.kv_budget)
-        seqs, ended, reply_tokens = [], 0, 0
+        seqs, masks, ended, reply_tokens = [], [], 0, 0
         for req, ans in zip(requests, answers):
             if "error" in ans:
                 raise SystemExit(f"request {ans.get('index')}: {ans['error']}")
             seqs.append(req["prompt_ids"] + ans["ids"])
+            masks.append([0] * len(req["prompt_ids"]) + [1] * len(ans["ids"]))
             ended += ans["finish_reason"] == "stop"
             reply_tokens += len(ans["ids"])
         order = rng.permutation(len(seqs))
         stream = np.concatenate([np.asarray(seqs[i], dtype="<u4") for i in order])
         stream.tofile(os.path.join(args.out, f"{split}.bin"))
+        # 1 where the token is the model's reply (EOS included), 0 in the prompt: train.py then
+        # trains DSpark only where the engine drafts (reply_weights).
+        np.concatenate([np.asarray(masks[i], dtype=np.uint8) for i in order]).tofile(
+            os.path.join(args.out, f"{split}_reply.bin"))
         report["splits"][split] = {"prompts": len(pick), "sequences": len(seqs), "tokens": int(len(stream)),
                                    "reply_tokens": reply_tokens, "ended_by_eos": round(ended / len(seqs), 4)}
         print(f"{split}: {len(seqs)} replies, {reply_tokens} reply tokens, "

@@ -89,14 +89,26 @@ def parse_args():
 
 
 class Tokens:
-    """A uint32 token stream cut into windows of T+1 ids."""
+    """A uint32 token stream cut into windows of T+1 ids, with its uint8 reply mask when there is
+    one (PATH less .bin + _reply.bin: self_distill.py writes it)."""
 
     def __init__(self, path):
         self.ids = np.memmap(path, dtype="<u4", mode="r")
+        mask = path[:-4] + "_reply.bin" if path.endswith(".bin") else None
+        self.reply = np.memmap(mask, dtype=np.uint8, mode="r") if mask and os.path.exists(mask) else None
+        if self.reply is not None and len(self.reply) != len(self.ids):
+            raise SystemExit(f"{mask}: {len(self.reply)} entries for {len(self.ids)} tokens")
 
     def windows(self, rng, n, t):
+        return self.windows_and_reply(rng, n, t)[0]
+
+    def windows_and_reply(self, rng, n, t):
+        """windows() and the reply mask of the same windows (None without a mask)."""
         starts = rng.integers(0, len(self.ids) - t - 1, size=n)
-        return torch.from_numpy(np.stack([self.ids[s:s + t + 1].astype(np.int64) for s in starts]))
+        ids = torch.from_numpy(np.stack([self.ids[s:s + t + 1].astype(np.int64) for s in starts]))
+        if self.reply is None:
+            return ids, None
+        return ids, torch.from_numpy(np.stack([self.reply[s:s + t + 1].astype(np.bool_) for s in starts]))
 
     def fixed_windows(self, n, t):
         """n evenly spaced windows: the same every evaluation."""
@@ -138,7 +150,17 @@ def lr_at(args, step, restart=0):
     return rate
 
 
-def dspark_losses(model, out, ids, args, gen):
+def reply_weights(ids, reply, positions, eos=1):
+    """[B, P] weights of DSpark positions: 1 where the engine would draft, i.e. the token at p+1
+    (the one drafting starts from) is a reply token other than EOS; 0 in prompts and after EOS.
+    reply: [B, T] bool (the windows' reply mask)."""
+    nxt = positions + 1
+    return (reply[:, nxt] & (ids[:, nxt] != eos)).float()
+
+
+def dspark_losses(model, out, ids, args, gen, reply=None):
+    """DSpark's KL to the backbone and its confidence BCE at random positions (all of them, or,
+    given the windows' reply mask, weighted to reply positions: reply_weights)."""
     b, t = ids.shape
     block = model.cfg.dspark_block_size
     n_pos = t - 1 - block
@@ -151,10 +173,14 @@ def dspark_losses(model, out, ids, args, gen):
     with torch.no_grad():
         target = full_vocab_log_softmax(model, out.logits.detach()[:, rows])  # [B, P, block, R]
     draft_lp = full_vocab_log_softmax(model, draft)
-    kl = (target.exp() * (target - draft_lp)).sum(-1).mean()
+    kl_rows = (target.exp() * (target - draft_lp)).sum(-1)  # [B, P, block]
     accepted = (draft.detach().argmax(-1) == target.argmax(-1)).float()
-    conf_loss = F.binary_cross_entropy_with_logits(conf, accepted)
-    return kl, conf_loss, accepted.mean(dim=(0, 1))
+    bce = F.binary_cross_entropy_with_logits(conf, accepted, reduction="none")
+    w = torch.ones_like(kl_rows) if reply is None else \
+        reply_weights(ids, reply, positions).unsqueeze(-1).expand_as(kl_rows)
+    n = w.sum().clamp(min=1.0)
+    per_row = (accepted * w).sum(dim=(0, 1)) / w.sum(dim=(0, 1)).clamp(min=1.0)
+    return (kl_rows * w).sum() / n, (bce * w).sum() / n, per_row
 
 
 @torch.no_grad()
@@ -269,6 +295,8 @@ def main():
         step = restart = args.init_step
         print(f"started from {args.init_from} at step {step}", flush=True)
     train = Tokens(os.path.join(args.data, "train.bin"))
+    if train.reply is not None:
+        print("DSpark positions weighted to the replies (train_reply.bin)", flush=True)
     evals = {"val": Tokens(os.path.join(args.data, "val.bin")).fixed_windows(args.eval_windows, args.seq)}
     for name in ("heldout_prose", "heldout_literary"):
         path = os.path.join(args.data, name + ".bin")
@@ -301,7 +329,7 @@ def main():
         numerics.QUANT = step >= args.qat_from
         rng = np.random.default_rng([args.seed, step])
         gen = torch.Generator().manual_seed(args.seed * 1000003 + step)
-        batch = train.windows(rng, args.batch, args.seq)
+        batch, reply = train.windows_and_reply(rng, args.batch, args.seq)
         ids, targets = batch[:, :-1], batch[:, 1:]
         for g in opt.param_groups:
             g["lr"] = lr_at(args, step, restart)
@@ -314,7 +342,8 @@ def main():
             loss = loss + args.indexer_weight * out.aux["indexer_kl"]
         ds = {}
         if (step >= args.dspark_from or dspark_only) and cfg.num_nextn_predict_layers > 0:
-            kl, conf, acc = dspark_losses(model, out, ids, args, gen)
+            kl, conf, acc = dspark_losses(model, out, ids, args, gen,
+                                          None if reply is None else reply[:, :-1])
             loss = loss + args.dspark_weight * (kl + conf)
             ds = {"dspark_kl": float(kl), "conf_bce": float(conf), "greedy_accept": [round(float(a), 4) for a in acc]}
         opt.zero_grad(set_to_none=True)

@@ -150,5 +150,37 @@ class Units(unittest.TestCase):
             self.assertLess(float((a - b).norm() / b.norm()), 1e-2)
 
 
+class ReplyPositions(unittest.TestCase):
+    """DSpark on self-distilled data trains where the engine drafts: the reply mask
+    (self_distill.py's SPLIT_reply.bin) read window by window with the ids, and the weights."""
+
+    def test_reply_weights(self):
+        from train import reply_weights
+        # two chats: prompt (0 ..) then reply (.. EOS 1)
+        ids = torch.tensor([[0, 5, 6, 7, 8, 1, 0, 5, 9, 1]])
+        reply = torch.tensor([[0, 0, 0, 1, 1, 1, 0, 0, 1, 1]], dtype=torch.bool)
+        w = reply_weights(ids, reply, torch.arange(9))
+        # p drafts from the token at p+1: replies' first token (3) and the next (4); not EOS (5),
+        # not the prompts, then the second reply's first token (8); its EOS (9) no more
+        self.assertEqual(w.tolist(), [[0, 0, 1, 1, 0, 0, 0, 1, 0]])
+
+    def test_windows_carry_the_mask(self):
+        import tempfile
+        import numpy as np
+        from train import Tokens
+        with tempfile.TemporaryDirectory() as d:
+            ids = np.arange(100, dtype="<u4")
+            ids.tofile(os.path.join(d, "train.bin"))
+            (ids % 3 == 0).astype(np.uint8).tofile(os.path.join(d, "train_reply.bin"))
+            t = Tokens(os.path.join(d, "train.bin"))
+            a, m = t.windows_and_reply(np.random.default_rng(5), 4, 16)
+            self.assertTrue(torch.equal(m, a % 3 == 0))
+            # the same windows as without a mask (same draws)
+            self.assertTrue(torch.equal(t.windows(np.random.default_rng(5), 4, 16), a))
+            np.zeros(99, dtype=np.uint8).tofile(os.path.join(d, "train_reply.bin"))
+            with self.assertRaises(SystemExit):
+                Tokens(os.path.join(d, "train.bin"))
+
+
 if __name__ == "__main__":
     unittest.main()

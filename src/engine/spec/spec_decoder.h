@@ -19,10 +19,10 @@
 // rarely earns at temperature 1. Instead draft i is the sampler's own inverse-CDF draw from the
 // drafter's logits (the request's temperature, top_k, top_p, min_p over the drafter's ids in
 // ascending order) with the uniform the sampler will draw the verified token with at that
-// position (seed, sample index, position; lane 0). Where the drafter's distribution is close to
-// the target's the two draws coincide (both walk their cumulative sums in the same id order to
-// the same uniform), so acceptance approaches the overlap of the two distributions, not the
-// target's mass on one token. The proposal is still deterministic (no q), the verify rule is the
+// position (seed, sample index, position; lane 0). Where the drafter's distribution equals the
+// target's the two draws are the same token; close ones agree where their cumulative sums up to
+// the drafted id agree (both walk the ids in ascending order to the same uniform; measured in
+// docs/performance.md). The proposal is still deterministic (no q), the verify rule is the
 // greedy one and the emitted token is always the sampler's draw: outputs do not change.
 #pragma once
 

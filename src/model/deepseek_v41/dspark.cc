@@ -5,7 +5,8 @@
 //           through every stage as ordinary blocks whose attention sees the stage ring (slots
 //           0 .. min(window, p+1)-1) and all B draft rows (bidirectional); then the last stage's
 //           collapse, norm and the backbone head, plus the Markov head's bias of the preceding
-//           token, drafting greedily; the confidence head reads [hidden_i ; markov_embed_i].
+//           token, drafting greedily (or what a DraftChooser picks); the confidence head reads
+//           [hidden_i ; markov_embed_i].
 #include <algorithm>
 #include <cmath>
 #include <span>

@@ -349,6 +349,12 @@ def load_sources(names, brown=False):
     return out
 
 
+def prose_only(info):
+    """A source of prose only (the modern prose sources, the State of the Union): decontaminated
+    against the held-out texts, its package version recorded."""
+    return bool(info.get("modern") or info.get("prose_only"))
+
+
 def parse_repeats(specs, names):
     """--repeat NAME=N (N >= 1) -> {name: N}; NAME must be one of the sources read."""
     out = {}
@@ -430,7 +436,7 @@ def main(argv=None):
         name = info["name"]
         docs = corpus.docs
         dropped = None
-        if info.get("modern") or info.get("prose_only"):
+        if prose_only(info):
             docs, dropped = decontaminate(docs, banned)
         if name == "wordnet" and args.wordnet_prose_frac < 1.0:
             docs = [d for d in docs
@@ -519,7 +525,7 @@ def main(argv=None):
 
     for info, _ in sources:
         extra = {"package_version": package_version(info)} \
-            if info.get("modern") or info.get("prose_only") else {}
+            if prose_only(info) else {}
         if info["name"] in repeats:
             extra["train_repeats"] = repeats[info["name"]]
         report["sources"].append({**info, **extra, "tokens": counts[info["name"]]})

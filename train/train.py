@@ -100,10 +100,7 @@ class Tokens:
             raise SystemExit(f"{mask}: {len(self.reply)} entries for {len(self.ids)} tokens")
 
     def windows(self, rng, n, t):
-        return self.windows_and_reply(rng, n, t)[0]
-
-    def windows_and_reply(self, rng, n, t):
-        """windows() and the reply mask of the same windows (None without a mask)."""
+        """n random windows [n, t+1] and the reply mask of the same windows (None without one)."""
         starts = rng.integers(0, len(self.ids) - t - 1, size=n)
         ids = torch.from_numpy(np.stack([self.ids[s:s + t + 1].astype(np.int64) for s in starts]))
         if self.reply is None:
@@ -329,7 +326,7 @@ def main():
         numerics.QUANT = step >= args.qat_from
         rng = np.random.default_rng([args.seed, step])
         gen = torch.Generator().manual_seed(args.seed * 1000003 + step)
-        batch, reply = train.windows_and_reply(rng, args.batch, args.seq)
+        batch, reply = train.windows(rng, args.batch, args.seq)
         ids, targets = batch[:, :-1], batch[:, 1:]
         for g in opt.param_groups:
             g["lr"] = lr_at(args, step, restart)

@@ -15,6 +15,10 @@
 
 namespace deepinfer::engine {
 
+// Whether `token`, as the request's output token number `n_out` (1-based), ends the output by
+// EOS or a stop id (the second rule above; the grammar and length rules are AppendToken's).
+bool StopsOutput(const SamplingParams& params, int32_t token, int64_t n_out, int32_t eos_id);
+
 std::optional<FinishReason> AppendToken(Sequence* seq, int32_t token, int32_t eos_id,
                                         int64_t max_positions);
 

@@ -183,6 +183,47 @@ TEST(EngineSpecTest, PointMassDraftsGiveThePlainOutputUnderEveryPolicy) {
   }
 }
 
+// A draft that would end the output (EOS here) is the last one verified: the drafts after it are
+// never used if it is accepted. Not so where EOS does not end the output (ignore_eos, before
+// min_tokens). The outputs stay the plain ones.
+TEST(EngineSpecTest, NoDraftIsVerifiedPastOneThatWouldEndTheOutput) {
+  struct Variant {
+    bool ignore_eos;
+    int64_t min_tokens;
+    bool capped;
+  };
+  for (const Variant& v :
+       {Variant{false, 0, true}, Variant{true, 0, false}, Variant{false, 40, false}}) {
+    std::vector<Case> cases = Cases(12, 7, kVocab);
+    for (Case& c : cases) {
+      c.params = SamplingParams{};
+      c.params.temperature = 0.0f;
+      c.params.max_tokens = 40;
+      c.params.ignore_eos = v.ignore_eos;
+      c.params.min_tokens = v.min_tokens;
+      c.speculative = true;
+    }
+    SpecFakeRunner off_runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
+                              SpecFakeRunner::Drafter::kGreedyNoisy);
+    const std::vector<RunOut> plain = RunEngine(&off_runner, cases, RunConfig{});
+    SpecFakeRunner runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
+                          SpecFakeRunner::Drafter::kGreedyNoisy);
+    runner.eos_draft_at = 1;  // of the block of 4
+    RunConfig rc;
+    rc.spec.mode = spec::SpecMode::kDSpark;
+    rc.spec.policy = spec::SpecPolicy::kFixed;
+    rc.spec.fixed_length = 0;  // the whole block, where nothing caps it
+    EngineStats stats;
+    ExpectSame(plain, RunEngine(&runner, cases, rc, &stats), "eos drafts");
+    ASSERT_GT(stats.spec.verify_calls, 0);
+    if (v.capped) {
+      EXPECT_LE(stats.spec.verified, 2 * stats.spec.verify_calls);
+    } else {
+      EXPECT_GT(stats.spec.verified, 3 * stats.spec.verify_calls);  // mostly the whole block
+    }
+  }
+}
+
 // Sampled requests (temperature 1, no truncation or penalties) with a drafter whose logits are
 // the target's: coupled drafts (the sampler's draw from the drafter's logits with the verified
 // token's own uniform) are the very tokens the verification draws, greedy drafts only where the

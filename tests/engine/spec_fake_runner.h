@@ -41,6 +41,7 @@ class SpecFakeRunner : public ModelRunner {
   std::vector<float> draft_q;       // kSampled: [vocab], sums to 1
   int miss_period = 3;              // kGreedyNoisy: about one draft in miss_period is wrong
   int draft_delay_us = 0;           // each Draft call sleeps this long (a costly drafter)
+  int eos_draft_at = -1;            // kGreedyNoisy: draft j = this proposes EOS (1)
 
   int64_t vocab_size() const override { return vocab_; }
   int32_t eos_token_id() const override { return 1; }
@@ -131,6 +132,7 @@ class SpecFakeRunner : public ModelRunner {
         if (Mix64(d ^ 0xabc) % static_cast<uint64_t>(miss_period) == 0) {
           t = static_cast<int32_t>((t + 1 + Mix64(d) % (vocab_ - 1)) % vocab_);
         }
+        if (j == eos_draft_at) t = eos_token_id();
       }
       out->tokens.push_back(t);
       out->confidence.push_back(static_cast<float>(Mix64(d ^ 7) % 9) - 2.0f);

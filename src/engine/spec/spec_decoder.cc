@@ -9,6 +9,7 @@
 #include "engine/sampling/philox.h"
 #include "engine/sampling/sampler.h"
 #include "engine/spec/verify.h"
+#include "engine/token_append.h"
 
 namespace deepinfer::engine::spec {
 namespace {
@@ -27,6 +28,18 @@ int64_t DraftRoom(const Sequence& seq, int64_t max_positions) {
     room = std::min(room, *seq.request.params.max_tokens - seq.n_output() - 1);
   }
   return std::max<int64_t>(room, 0);
+}
+
+// Drafts worth verifying: up to and including the first that would end the output (EOS or a
+// stop id, StopsOutput); the ones after it are never used if it is accepted, and would only
+// take verify rows (and, observed as rejections, bias the calibration down).
+int64_t UsefulDrafts(const Sequence& seq, std::span<const int32_t> drafts, int32_t eos_id) {
+  const int64_t n_out = seq.n_output();
+  for (size_t j = 0; j < drafts.size(); ++j) {
+    if (StopsOutput(seq.request.params, drafts[j], n_out + static_cast<int64_t>(j) + 1, eos_id))
+      return static_cast<int64_t>(j) + 1;
+  }
+  return static_cast<int64_t>(drafts.size());
 }
 
 // Coupled drafts (spec_decoder.h): draft i is the sampler's draw from the drafter's logits,
@@ -128,8 +141,8 @@ void SpecDecoder::Plan(std::span<Sequence* const> running) {
     LengthCandidate c;
     c.confidence = d.confidence;
     c.survival = calibration_.Survival(d.confidence);
-    c.max_len = std::min<int64_t>(static_cast<int64_t>(d.tokens.size()),
-                                  DraftRoom(*seq, runner_->max_positions()));
+    c.max_len = std::min(UsefulDrafts(*seq, d.tokens, runner_->eos_token_id()),
+                         DraftRoom(*seq, runner_->max_positions()));
     candidates.push_back(std::move(c));
     owners.push_back(seq);
   }
@@ -180,6 +193,8 @@ Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const A
   const SamplingParams& params = seq->request.params;
   const bool point_mass = sp.proposal.probs.empty();
   int64_t accepted = 0;
+  bool moot_tail =
+      false;  // the output ended at an accepted draft: the drafts after it got no verdict
   Status status;
   std::vector<double> p;
   for (int64_t j = 0; j <= drafts; ++j) {
@@ -211,6 +226,7 @@ Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const A
     }
     *finish = append(r);
     if (ok) ++accepted;
+    moot_tail = ok && finish->has_value();
     if (!ok || *finish) break;
   }
   ++counters_.verify_calls;
@@ -220,7 +236,7 @@ Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const A
     counters_.accept_histogram.resize(static_cast<size_t>(accepted) + 1, 0);
   }
   ++counters_.accept_histogram[static_cast<size_t>(accepted)];
-  calibration_.Observe(sp.proposal.confidence, drafts, accepted);
+  calibration_.Observe(sp.proposal.confidence, moot_tail ? accepted : drafts, accepted);
   gain_ = 0.7 * gain_ + 0.3 * static_cast<double>(accepted);
   sp.proposal = DraftProposal{};
   sp.drafted_at = -1;

@@ -155,6 +155,14 @@ def reply_weights(ids, reply, positions, eos=1):
     return (reply[:, nxt] & (ids[:, nxt] != eos)).float()
 
 
+def greedy_match(draft_logits, target_logits):
+    """1.0 where the drafter's greedy token is the backbone's: the argmax of the raw rows. A tail
+    id's logit is its shared row's own (every tail id ties on it), so it is the greedy token only
+    when that row beats every kept one: not the argmax of full_vocab_log_softmax, whose tail row
+    holds the mass of all V - K tail ids together (the distribution's, for the KL)."""
+    return (draft_logits.argmax(-1) == target_logits.argmax(-1)).float()
+
+
 def dspark_losses(model, out, ids, args, gen, reply=None):
     """DSpark's KL to the backbone and its confidence BCE at random positions (all of them, or,
     given the windows' reply mask, weighted to reply positions: reply_weights)."""
@@ -171,7 +179,7 @@ def dspark_losses(model, out, ids, args, gen, reply=None):
         target = full_vocab_log_softmax(model, out.logits.detach()[:, rows])  # [B, P, block, R]
     draft_lp = full_vocab_log_softmax(model, draft)
     kl_rows = (target.exp() * (target - draft_lp)).sum(-1)  # [B, P, block]
-    accepted = (draft.detach().argmax(-1) == target.argmax(-1)).float()
+    accepted = greedy_match(draft.detach(), out.logits.detach()[:, rows])
     bce = F.binary_cross_entropy_with_logits(conf, accepted, reduction="none")
     w = torch.ones_like(kl_rows) if reply is None else \
         reply_weights(ids, reply, positions).unsqueeze(-1).expand_as(kl_rows)

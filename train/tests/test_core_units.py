@@ -164,6 +164,21 @@ class ReplyPositions(unittest.TestCase):
         # not the prompts, then the second reply's first token (8); its EOS (9) no more
         self.assertEqual(w.tolist(), [[0, 0, 1, 1, 0, 0, 0, 1, 0]])
 
+    def test_greedy_match_is_the_engines_argmax_not_the_tail_mass(self):
+        from train import full_vocab_log_softmax, greedy_match
+
+        class Tail:  # 3 kept rows + the shared tail row standing for 1,000 ids
+            tail_log_count = math.log(1000.0)
+
+        target = torch.tensor([[2.0, 0.5, 0.0, 1.0]])  # kept row 0 is the greedy token
+        # Summed over its 1,000 ids the tail row holds most of the mass, yet no tail id is greedy.
+        self.assertEqual(int(full_vocab_log_softmax(Tail(), target).argmax(-1)), 3)
+        self.assertEqual(greedy_match(torch.tensor([[3.0, 0.0, 0.0, 0.0]]), target).tolist(), [1.0])
+        self.assertEqual(greedy_match(torch.tensor([[0.0, 0.0, 0.0, 3.0]]), target).tolist(), [0.0])
+        # a tail row above every kept one: the greedy token is a tail id, and a tail draft matches it
+        self.assertEqual(greedy_match(torch.tensor([[0.0, 0.0, 0.0, 3.0]]),
+                                      torch.tensor([[1.0, 0.0, 0.0, 2.0]])).tolist(), [1.0])
+
     def test_windows_carry_the_mask(self):
         import tempfile
         import numpy as np

@@ -20,6 +20,9 @@ namespace {
 // tokens, ~2.3, and a short reply's few declined steps closed the gate for later requests.)
 constexpr double kPaysRatioCap = 3.0;
 
+// Per verify call, the weight of the earlier calls in SpecDecoder::gain() (about the last ten).
+constexpr double kGainDecay = 0.9;
+
 // Drafts a sequence can still use: the output budget and the context, less the token every
 // verify call yields on its own.
 int64_t DraftRoom(const Sequence& seq, int64_t max_positions) {
@@ -236,8 +239,10 @@ Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const A
     counters_.accept_histogram.resize(static_cast<size_t>(accepted) + 1, 0);
   }
   ++counters_.accept_histogram[static_cast<size_t>(accepted)];
-  calibration_.Observe(sp.proposal.confidence, moot_tail ? accepted : drafts, accepted);
-  gain_ = 0.7 * gain_ + 0.3 * static_cast<double>(accepted);
+  const int64_t judged = moot_tail ? accepted : drafts;  // drafts that got a verdict
+  calibration_.Observe(sp.proposal.confidence, judged, accepted);
+  gain_accepted_ = kGainDecay * gain_accepted_ + static_cast<double>(accepted);
+  gain_verified_ = kGainDecay * gain_verified_ + static_cast<double>(judged);
   sp.proposal = DraftProposal{};
   sp.drafted_at = -1;
   seq->draft_rows = 0;
@@ -256,7 +261,7 @@ Status SpecDecoder::Draft(Sequence* seq) {
   sp.proposal = DraftProposal{};
   sp.drafted_at = -1;
   sp.explore = false;
-  if (options_.policy == SpecPolicy::kCostModel && (gain_ < options_.min_gain || pays_ < 1.0)) {
+  if (options_.policy == SpecPolicy::kCostModel && (gain() < options_.min_gain || pays_ < 1.0)) {
     // Gate closed: one sequence explores per explore_period decode opportunities (counted over
     // all sequences, so the cost per generated token does not grow with the batch).
     if (options_.explore_period <= 0 || --explore_countdown_ > 0) return Status::Ok();

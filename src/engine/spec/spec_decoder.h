@@ -84,10 +84,15 @@ class SpecDecoder {
   AcceptanceCalibration calibration_;
   SpecCounters counters_;
   int64_t steps_ = 0;
-  // Decaying mean of accepted drafts per verify call (weight 0.3 on the newest). It starts at 0:
-  // drafting begins closed and the first exploration (the first decode opportunity) opens it
-  // when a draft is accepted; a drafter that stops hitting closes it within a few verify calls.
-  double gain_ = 0.0;
+  // The fraction of verified drafts accepted, over decaying sums (each verify call's weight
+  // falls by kGainDecay per later call; drafts after an accepted one that ended the output are
+  // not counted). It starts at 0: drafting begins closed and the first exploration (the first
+  // decode opportunity) opens it when a draft is accepted; a drafter that stops hitting closes
+  // it within a few verify calls. A fraction, not accepted drafts per call: the cost policy
+  // verifies single drafts it rates 0.4 when rows are cheap, and a run of such misses is the
+  // policy's bet, not a useless drafter (per call, four of them closed the gate for 128 steps).
+  double gain() const { return gain_verified_ > 0.0 ? gain_accepted_ / gain_verified_ : 0.0; }
+  double gain_accepted_ = 0.0, gain_verified_ = 0.0;
   // kCostModel with the step cost profiled online (with fixed costs the policy stays a function
   // of the drafts alone): whether speculation pays at all, not just which drafts. A decaying
   // mean (weight 0.1 on the newest) of the tokens per second of the chosen lengths, counting one

@@ -28,9 +28,10 @@ struct SpecOptions {
   // make the policy a pure function of the drafts (no timing in the decisions).
   double cost_fixed_s = 0.0;
   double cost_per_row_s = 0.0;
-  // kCostModel: drafting stays off while the engine's recent accepted drafts per verify call are
-  // below min_gain (so at the start); one decode opportunity in explore_period (over all
-  // sequences) drafts and verifies anyway, which opens the gate for a drafter that hits.
+  // kCostModel: drafting stays off while the fraction of the engine's recently verified drafts
+  // that were accepted is below min_gain (so at the start); one decode opportunity in
+  // explore_period (over all sequences) drafts and verifies anyway, which opens the gate for a
+  // drafter that hits.
   double min_gain = 0.15;
   int64_t explore_period = 128;
   // kCostModel, gate closed: explorations may take at most this fraction of the engine's step

@@ -224,6 +224,36 @@ TEST(EngineSpecTest, NoDraftIsVerifiedPastOneThatWouldEndTheOutput) {
   }
 }
 
+// The cost policy's gate starts closed and the first decode opportunity explores. A request with
+// no room to draft (max_tokens 2: its one decode step yields its last token, as a benchmark's
+// warm-up request) must not spend that exploration: the next request explores, the drafter hits,
+// and drafting opens (before, it waited explore_period = 128 decode opportunities).
+TEST(EngineSpecTest, ARequestWithNoRoomToDraftSpendsNoExploration) {
+  std::vector<Case> cases = Cases(2, 11, kVocab);
+  for (Case& c : cases) {
+    c.params = SamplingParams{};
+    c.params.temperature = 0.0f;
+    c.params.ignore_eos = true;
+    c.speculative = true;
+  }
+  cases[0].params.max_tokens = 2;
+  cases[1].params.max_tokens = 40;
+  SpecFakeRunner runner(kVocab, 8, SpecFakeRunner::Target::kHistory,
+                        SpecFakeRunner::Drafter::kGreedyNoisy);
+  runner.miss_period = 1 << 20;  // drafts are the target's greedy chain
+  RunConfig rc;
+  rc.spec.mode = spec::SpecMode::kDSpark;
+  rc.spec.policy = spec::SpecPolicy::kCostModel;
+  rc.spec.cost_fixed_s = 1.0;  // fixed costs: the gain gate alone, no timing
+  rc.spec.cost_per_row_s = 0.01;
+  EngineStats stats;
+  const std::vector<RunOut> out = RunEngine(&runner, cases, rc, &stats, {0, 8});
+  ASSERT_EQ(out[0].ids.size(), 2u);
+  ASSERT_EQ(out[1].ids.size(), 40u);
+  EXPECT_GT(stats.spec.verify_calls, 3);
+  EXPECT_EQ(stats.spec.accepted, stats.spec.verified);
+}
+
 // Sampled requests (temperature 1, no truncation or penalties) with a drafter whose logits are
 // the target's: coupled drafts (the sampler's draw from the drafter's logits with the verified
 // token's own uniform) are the very tokens the verification draws, greedy drafts only where the

@@ -203,8 +203,8 @@ Status SpecDecoder::Verify(const ScheduledEntry& e, const float* logits, const A
   const SamplingParams& params = seq->request.params;
   const bool point_mass = sp.proposal.probs.empty();
   int64_t accepted = 0;
-  bool moot_tail =
-      false;  // the output ended at an accepted draft: the drafts after it got no verdict
+  // The output ended at an accepted draft: the drafts after it got no verdict.
+  bool moot_tail = false;
   Status status;
   std::vector<double> p;
   for (int64_t j = 0; j <= drafts; ++j) {

@@ -93,6 +93,7 @@ def copy_tokenizer(tokenizer_dir, out_dir):
             raise FileNotFoundError(f"{tokenizer_dir}: no tokenizer.json")
 
 
+@torch.no_grad()  # not torch.set_grad_enabled(False): tests call main() in-process
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", required=True, help="trainer checkpoint (torch.save dict)")
@@ -109,7 +110,6 @@ def main(argv=None):
     args = p.parse_args(argv)
     if not args.out and not args.compact:
         p.error("give --out and/or --compact")
-    torch.set_grad_enabled(False)
     state, kept, cfg = read_checkpoint(args.checkpoint, args.config)
     full, model_map = full_state(state, kept, cfg)
     token_map = None if args.no_engram_token_map else (args.engram_token_map or model_map)

@@ -160,6 +160,11 @@ TEST(SpecStepCostTest, FitsALine) {
   }
   EXPECT_NEAR(m.Seconds(1), 0.012, 1e-6);
   EXPECT_NEAR(m.Seconds(30), 0.07, 1e-6);
+  // Then one batch size for long enough that the spread decays away: the measured slope stays
+  // (the prior's would price a row at 2% of the step), the level is the new observations'.
+  for (int i = 0; i < 400; ++i) m.Observe(4, 0.01 + 0.002 * 4);
+  EXPECT_NEAR(m.Seconds(8) - m.Seconds(4), 4 * 0.002, 1e-6);
+  EXPECT_NEAR(m.Seconds(4), 0.018, 1e-6);
   StepCostModel fixed(0.5, 0.1);
   fixed.Observe(3, 100.0);  // ignored
   EXPECT_DOUBLE_EQ(fixed.Seconds(5), 1.0);

@@ -23,8 +23,9 @@ constexpr double kPaysRatioCap = 3.0;
 // Weight of the newest step in SpecDecoder::pays_ (about the last ten steps decide). Tried 0.03
 // (2026-12-06): a gate that a run of steps whose drafts break even does not close took one
 // request's speed-up from 1.73x to 1.80x, but at 4 concurrent requests it stayed open through
-// steps that lose (output tokens/s -11% against -5%): the step cost model, fitted on steps of
-// one batch size while the gate is closed, cannot price the verify rows at that load.
+// steps that lose (output tokens/s -11% against -5%; with the cost model keeping its measured
+// slope, -7% and -12% at 4 and 8 against -4%): under load the gain the policy predicts is not
+// what the batch gets (bench-serve's tokens/s under the SLO fall while TPOT holds).
 constexpr double kPaysWeight = 0.1;
 
 // Per verify call, the weight of the earlier calls in SpecDecoder::gain() (about the last ten).

@@ -3,6 +3,9 @@
 #include <algorithm>
 
 namespace deepinfer::engine::spec {
+namespace {
+constexpr double kMinRowVariance = 0.25;  // rows differing by about one on average
+}  // namespace
 
 void StepCostModel::Observe(int64_t rows, double seconds) {
   if (fixed_ || rows <= 0 || !(seconds > 0.0)) return;
@@ -12,6 +15,9 @@ void StepCostModel::Observe(int64_t rows, double seconds) {
   sxx_ = sxx_ * decay_ + x * x;
   sy_ = sy_ * decay_ + seconds;
   sxy_ = sxy_ * decay_ + x * seconds;
+  const double mx = sx_ / sw_;
+  const double var = sxx_ / sw_ - mx * mx;
+  if (var > kMinRowVariance) measured_slope_ = std::max(0.0, (sxy_ / sw_ - mx * sy_ / sw_) / var);
 }
 
 double StepCostModel::Seconds(int64_t rows) const {
@@ -21,9 +27,13 @@ double StepCostModel::Seconds(int64_t rows) const {
   const double mx = sx_ / sw_, my = sy_ / sw_;
   const double var = sxx_ / sw_ - mx * mx;
   double b = 0.0, a = my;
-  // A slope needs rows that differ by about one on average; else the prior slope.
-  if (var > 0.25) {
+  // A slope needs rows that differ by about one on average; else the last one measured, else
+  // the prior slope.
+  if (var > kMinRowVariance) {
     b = std::max(0.0, (sxy_ / sw_ - mx * my) / var);
+    a = my - b * mx;
+  } else if (measured_slope_ >= 0.0) {
+    b = measured_slope_;
     a = my - b * mx;
   } else {
     a = my / (1.0 + kPriorSlope * mx);

@@ -3,9 +3,11 @@
 //
 // seconds(B) = a + b·B, either fixed (SpecOptions cost_fixed_s / cost_per_row_s) or fitted
 // online by least squares over the observed (rows, seconds) of recent steps, each observation's
-// weight decaying by `decay` per later observation. Until the observed rows spread enough to fit
-// a slope, b = kPriorSlope · a (a CPU decode step is read-bound: extra rows cost little), and
-// the fitted slope never drops below that.
+// weight decaying by `decay` per later observation. While the recent rows do not spread enough
+// to fit a slope (every step the same batch, as while the drafting gate is closed), b is the
+// last slope they did fit, else kPriorSlope · a (a CPU decode step is read-bound: extra rows
+// cost little); the fitted slope never drops below that. (Forgetting a measured slope priced
+// verify rows as nearly free under load, and an exploration then reopened a losing gate.)
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@ class StepCostModel {
   bool fixed_;
   double a_, b_, decay_;
   double sw_ = 0, sx_ = 0, sxx_ = 0, sy_ = 0, sxy_ = 0;  // decayed sufficient statistics
+  double measured_slope_ = -1.0;  // the last slope the rows' spread fitted (< 0: none yet)
 };
 
 }  // namespace deepinfer::engine::spec

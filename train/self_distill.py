@@ -6,8 +6,9 @@ small model words differently (shorter, repetitive). This script runs `deepinfer
 exported model over the dataset's chat prompts (greedy and sampled at temperature 1) and writes
 the prompts with the model's replies as a dataset of the same format (`prepare_data.py`): a stream
 of BOS-started sequences, uint32, and beside each split a uint8 mask of the reply tokens
-(SPLIT_reply.bin), with which `train.py` trains DSpark at reply positions only. `train.py --train dspark --data OUT` then trains the DSpark stage
-alone on them (the backbone frozen; its distributions are the targets, as always).
+(SPLIT_reply.bin). `train.py --train dspark --data OUT` then trains the DSpark stage alone on
+them, at reply positions only (the backbone frozen; its distributions are the targets, as
+always).
 
   /usr/bin/python3 train/self_distill.py --data train/data-v3 --model DIR --out train/data-dspark
 

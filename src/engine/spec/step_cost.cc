@@ -25,14 +25,10 @@ double StepCostModel::Seconds(int64_t rows) const {
   if (fixed_) return std::max(1e-12, a_ + b_ * x);
   if (sw_ <= 0.0) return 1.0 + kPriorSlope * x;
   const double mx = sx_ / sw_, my = sy_ / sw_;
-  const double var = sxx_ / sw_ - mx * mx;
   double b = 0.0, a = my;
-  // A slope needs rows that differ by about one on average; else the last one measured, else
-  // the prior slope.
-  if (var > kMinRowVariance) {
-    b = std::max(0.0, (sxy_ / sw_ - mx * my) / var);
-    a = my - b * mx;
-  } else if (measured_slope_ >= 0.0) {
+  // The slope of the recent rows (Observe fits it whenever they spread by about one on
+  // average), else the last one they did fit, else the prior slope.
+  if (measured_slope_ >= 0.0) {
     b = measured_slope_;
     a = my - b * mx;
   } else {

@@ -135,6 +135,9 @@ BENCHMARK(BM_Fp8GemvPaired)
     ->Args({1, 5120, 1280})   // wq_a
     ->Args({1, 1280, 32768})  // wq_b
     ->Args({1, 5120, 512})    // wkv
+    ->Args({1, 6144, 25600})  // engram wkv
+    ->Args({2, 5120, 8192})
+    ->Args({4, 5120, 8192})
     ->Args({8, 5120, 8192})
     ->UseManualTime()
     ->Repetitions(3)

@@ -18,6 +18,15 @@ uint64_t Xgetbv() {
 CpuFeatures Probe() {
   CpuFeatures f;
   unsigned a, b, c, d;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    char name[13];
+    std::memcpy(name, &b, 4);
+    std::memcpy(name + 4, &d, 4);
+    std::memcpy(name + 8, &c, 4);
+    name[12] = '\0';
+    if (std::strcmp(name, "GenuineIntel") == 0) f.vendor = CpuVendor::kIntel;
+    if (std::strcmp(name, "AuthenticAMD") == 0) f.vendor = CpuVendor::kAmd;
+  }
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = c & (1u << 27);
   const bool fma = c & (1u << 12);
@@ -75,6 +84,34 @@ const char* CpuLevelName(CpuLevel level) {
       return "avx512";
   }
   return "?";
+}
+
+const char* CpuVendorName(CpuVendor vendor) {
+  switch (vendor) {
+    case CpuVendor::kIntel:
+      return "intel";
+    case CpuVendor::kAmd:
+      return "amd";
+    case CpuVendor::kOther:
+      return "other";
+  }
+  return "?";
+}
+
+StreamPrefetch ChooseStreamPrefetch(const char* env, CpuVendor vendor) {
+  if (env != nullptr && std::strcmp(env, "burst") == 0) return StreamPrefetch::kBurst;
+  if (env != nullptr && std::strcmp(env, "spread") == 0) return StreamPrefetch::kSpread;
+  return vendor == CpuVendor::kAmd ? StreamPrefetch::kBurst : StreamPrefetch::kSpread;
+}
+
+StreamPrefetch StreamPrefetchStyle() {
+  static const StreamPrefetch style =
+      ChooseStreamPrefetch(std::getenv("DEEPINFER_STREAM_PREFETCH"), GetCpuFeatures().vendor);
+  return style;
+}
+
+const char* StreamPrefetchName(StreamPrefetch style) {
+  return style == StreamPrefetch::kBurst ? "burst" : "spread";
 }
 
 }  // namespace deepinfer

@@ -7,6 +7,7 @@
 namespace deepinfer {
 
 enum class CpuLevel { kScalar, kAvx2, kAvx512 };  // kAvx512 = F+BW+VL+DQ+BF16+VBMI+VNNI
+enum class CpuVendor { kOther, kIntel, kAmd };
 
 struct CpuFeatures {
   bool avx2_fma = false;
@@ -14,6 +15,7 @@ struct CpuFeatures {
   bool avx512_bf16 = false;
   bool avx512_vbmi = false;
   bool avx512_vnni = false;
+  CpuVendor vendor = CpuVendor::kOther;
 
   CpuLevel BestLevel() const;
 };
@@ -24,5 +26,24 @@ const CpuFeatures& GetCpuFeatures();
 // (for testing the fallbacks on an AVX-512 machine).
 CpuLevel ActiveCpuLevel();
 const char* CpuLevelName(CpuLevel level);
+const char* CpuVendorName(CpuVendor vendor);
+
+// How the batch-1 GEMVs of decode (FP8 dense, MXFP4 experts: each weight read once per step) issue
+// their software prefetches, a fixed distance ahead of the weight stream:
+//   kBurst:  every line of the next block(s) at once, before their compute (FP8: 64 lines);
+//   kSpread: one line per line consumed, interleaved with the compute.
+// Measured (docs/performance.md, "The GEMVs' prefetch by CPU"): on the Zen 5 host the FP8 bursts
+// reach 96% of the paired read and the spread form 72%; on an Intel Xeon (Emerald Rapids) bursts
+// hold it at 63-79% and the spread form reads 84-116% (a burst wants more lines in flight than the
+// core's L1 fill buffers hold, and the prefetches behind them stall the pipeline; the MXFP4 GEMV,
+// bound by its decode there, gains 64% -> 68%). Default:
+// kBurst on AMD, kSpread otherwise; DEEPINFER_STREAM_PREFETCH=burst|spread overrides. Same bits
+// either way.
+enum class StreamPrefetch { kBurst, kSpread };
+StreamPrefetch StreamPrefetchStyle();  // chosen once per process
+// The rule: env "burst" / "spread" wins (nullptr or any other value: none given), else the
+// vendor's.
+StreamPrefetch ChooseStreamPrefetch(const char* env, CpuVendor vendor);
+const char* StreamPrefetchName(StreamPrefetch style);
 
 }  // namespace deepinfer

@@ -5,12 +5,14 @@
 // per-block sums are folded into fp32 totals with one FMA by the 32-row tile scale (fp8_gemm.h).
 // Independent accumulator chains (vdpbf16ps: latency 6, 2 per cycle) come from rows (M), 16-row
 // groups (G) and, for m = 1, two K blocks in flight (NB); the order per output never changes.
-// Each thread streams its contiguous panels front to back; a software prefetch of every line of the
-// blocks about to be consumed, kPrefetchBytes ahead, keeps the DRAM stream full.
+// Each thread streams its contiguous panels front to back; a software prefetch of every line,
+// kPrefetchBytes ahead, keeps the DRAM stream full: in one burst per block pair or one line per
+// chunk consumed, as StreamPrefetchStyle() says for this CPU (core/cpu_features.h).
 #include <immintrin.h>
 
 #include <algorithm>
 
+#include "core/cpu_features.h"
 #include "kernels/cpu/fp8_decode_avx512.h"
 #include "kernels/cpu/fp8_gemm_internal.h"
 
@@ -26,12 +28,14 @@ constexpr int kRowsPerPass = 8;
 // tot: [M][64] fp32 totals, updated in block order.
 template <int M, int G, int NB>
 inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, const uint32_t* xp,
-                       float* tot) {
-  // All lines of the NB blocks, kPrefetchBytes ahead, issued in one burst before their compute:
-  // measured 72% -> 96% of the paired read at M = 1 against one prefetch per chunk consumed
-  // (which interleaves two streams 2 KiB apart when NB = 2).
-  for (int64_t i = 0; i < NB * kFp8BlockBytes; i += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + i), _MM_HINT_T0);
+                       float* tot, bool burst) {
+  // kBurst: all lines of the NB blocks, kPrefetchBytes ahead, before their compute (Zen 5: 72% ->
+  // 96% of the paired read at M = 1 against the spread form, which interleaves two streams 2 KiB
+  // apart when NB = 2). kSpread: each chunk's line kPrefetchBytes ahead, as it is loaded.
+  if (burst) {
+    for (int64_t i = 0; i < NB * kFp8BlockBytes; i += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + i), _MM_HINT_T0);
+    }
   }
   for (int h0 = 0; h0 < 4; h0 += G) {
     __m512 acc[NB][M][G];
@@ -44,6 +48,8 @@ inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, 
         const uint32_t* xs = xp + (nb * 16 + 2 * s) * M;
         for (int gi = 0; gi < G; ++gi) {
           const uint8_t* ptr = blk + nb * kFp8BlockBytes + (s * 4 + h0 + gi) * kFp8ChunkBytes;
+          if (!burst)
+            _mm_prefetch(reinterpret_cast<const char*>(ptr + kPrefetchBytes), _MM_HINT_T0);
           __m512i r0, r1;
           DecodeChunk(lut, _mm512_load_si512(ptr), r0, r1);
           for (int i = 0; i < M; ++i) {
@@ -67,19 +73,20 @@ inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, 
 
 // One panel over all K blocks for M rows. xp: [K/2][M] pairs. tot: [M][64].
 template <int M, int G, int NB>
-void GemvPanel(const uint8_t* codes, const float* sc, int64_t kb, const uint32_t* xp, float* tot) {
+void GemvPanel(const uint8_t* codes, const float* sc, int64_t kb, const uint32_t* xp, float* tot,
+               bool burst) {
   const E4m3Lut lut = LoadE4m3Lut();
   for (int i = 0; i < M * kFp8PanelRows; i += 16) _mm512_store_ps(tot + i, _mm512_setzero_ps());
   int64_t b = 0;
   for (; b + NB <= kb; b += NB) {
-    GemvBlocks<M, G, NB>(lut, codes + b * kFp8BlockBytes, sc + b * 2, xp + b * 16 * M, tot);
+    GemvBlocks<M, G, NB>(lut, codes + b * kFp8BlockBytes, sc + b * 2, xp + b * 16 * M, tot, burst);
   }
   for (; b < kb; ++b) {
-    GemvBlocks<M, G, 1>(lut, codes + b * kFp8BlockBytes, sc + b * 2, xp + b * 16 * M, tot);
+    GemvBlocks<M, G, 1>(lut, codes + b * kFp8BlockBytes, sc + b * 2, xp + b * 16 * M, tot, burst);
   }
 }
 
-using GemvPanelFn = void (*)(const uint8_t*, const float*, int64_t, const uint32_t*, float*);
+using GemvPanelFn = void (*)(const uint8_t*, const float*, int64_t, const uint32_t*, float*, bool);
 
 // Accumulator chains per configuration: NB·M·G (8 to 16).
 constexpr GemvPanelFn kGemvPanel[kRowsPerPass + 1] = {
@@ -101,12 +108,13 @@ void Fp8GemvPanelsAvx512(const uint32_t* xp, int64_t m, const PackedFp8Matrix& w
   const int64_t kb = w.k_blocks();
   const int64_t pairs = w.k / 2;
   alignas(64) float tot[kRowsPerPass * kFp8PanelRows];
+  const bool burst = StreamPrefetchStyle() == StreamPrefetch::kBurst;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n_valid = std::min<int64_t>(kFp8PanelRows, w.n - p * kFp8PanelRows);
     // Row chunks innermost: the panel (64·K bytes) stays in L2 for the chunks after the first.
     for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
       const int64_t mc = std::min<int64_t>(kRowsPerPass, m - r0);
-      kGemvPanel[mc](w.PanelCodes(p), w.PanelScales(p), kb, xp + r0 * pairs, tot);
+      kGemvPanel[mc](w.PanelCodes(p), w.PanelScales(p), kb, xp + r0 * pairs, tot, burst);
       for (int64_t i = 0; i < mc; ++i) {
         for (int g = 0; g < 4; ++g) {
           const int64_t count = n_valid - g * 16;

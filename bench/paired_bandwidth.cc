@@ -21,7 +21,7 @@ void ReportPaired(benchmark::State& state, std::vector<double>& ratios, double b
 }
 
 size_t CopiesToDefeatCache(size_t bytes) {
-  return std::max<size_t>(2, (size_t{192} << 20) / std::max<size_t>(bytes, 1) + 1);
+  return std::max<size_t>(2, BeyondCacheBytes() / std::max<size_t>(bytes, 1) + 1);
 }
 
 }  // namespace deepinfer::bench

@@ -56,7 +56,7 @@ void RunPaired(benchmark::State& state, PairedReader& reader, size_t bytes, Kern
 }
 
 // Rotating copies of a weight set so that no call finds its weights in cache: `n_copies` copies of
-// `bytes` each, n_copies chosen so the set exceeds 192 MiB.
+// `bytes` each, n_copies chosen so the set exceeds BeyondCacheBytes() (core/machine_limits.h).
 size_t CopiesToDefeatCache(size_t bytes);
 
 }  // namespace deepinfer::bench

@@ -34,9 +34,9 @@ const char* CpuVendorName(CpuVendor vendor);
 //   kSpread: one line per line consumed, interleaved with the compute.
 // Measured (docs/performance.md, "The GEMVs' prefetch by CPU"): on the Zen 5 host the FP8 bursts
 // reach 96% of the paired read and the spread form 72%; on an Intel Xeon (Emerald Rapids) bursts
-// hold it at 63-79% and the spread form reads 84-116% (a burst wants more lines in flight than the
-// core's L1 fill buffers hold, and the prefetches behind them stall the pipeline; the MXFP4 GEMV,
-// bound by its decode there, gains 64% -> 68%). Default:
+// hold it at 62-65% and the spread form reads 72-77% (a burst wants more lines in flight than the
+// core's L1 fill buffers hold, and the prefetches behind them stall the pipeline; the MXFP4 GEMV
+// gains 62-63% -> 66-67%; both are then bound by their decode). Default:
 // kBurst on AMD, kSpread otherwise; DEEPINFER_STREAM_PREFETCH=burst|spread overrides. Same bits
 // either way.
 enum class StreamPrefetch { kBurst, kSpread };

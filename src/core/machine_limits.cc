@@ -1,6 +1,7 @@
 #include "core/machine_limits.h"
 
 #include <immintrin.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -127,11 +128,18 @@ double MonotonicSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+size_t BeyondCacheBytes() {
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::max<size_t>(size_t{256} << 20, llc > 0 ? 4 * static_cast<size_t>(llc) : 0);
+}
+
 ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes_per_read, ThreadPool* pool,
                                        size_t min_buffer_bytes)
     : pool_(pool ? pool : &ThreadPool::Default()),
       slice_bytes_((std::max<size_t>(bytes_per_read, 4096) + 4095) & ~size_t{4095}),
-      n_slices_(std::max<size_t>(2, (min_buffer_bytes + slice_bytes_ - 1) / slice_bytes_)),
+      n_slices_(std::max<size_t>(
+          2, ((min_buffer_bytes ? min_buffer_bytes : BeyondCacheBytes()) + slice_bytes_ - 1) /
+                 slice_bytes_)),
       buffer_(slice_bytes_ * n_slices_ + 64),
       sink_(static_cast<size_t>(pool_->size()) * 8) {
   std::mt19937_64 rng(1234);

@@ -13,15 +13,21 @@ namespace deepinfer {
 
 class ThreadPool;
 
+// Bytes a buffer must exceed for a stream through it to come from DRAM: 256 MiB, or four times the
+// last-level cache where that is larger (an Intel Xeon guest reports a 300 MiB L3, which held
+// much of a 256 MiB probe buffer and of a benchmark's 192 MiB of weight copies).
+size_t BeyondCacheBytes();
+
 // Reads equal-size slices of a random buffer larger than any cache, one slice per call, on every
 // thread of `pool` (each thread reads a contiguous range), rotating through the slices so that no
 // read finds its data in cache. Random bytes, because zero pages read ~30% faster in these VMs.
 class ReadBandwidthProbe {
  public:
   // bytes_per_read: the bytes one ReadSlice() streams (rounded up to 4 KiB); the buffer holds at
-  // least min_buffer_bytes of slices (and at least two). pool null: ThreadPool::Default().
+  // least min_buffer_bytes of slices (0: BeyondCacheBytes()), and at least two. pool null:
+  // ThreadPool::Default().
   explicit ReadBandwidthProbe(size_t bytes_per_read, ThreadPool* pool = nullptr,
-                              size_t min_buffer_bytes = size_t{256} << 20);
+                              size_t min_buffer_bytes = 0);
 
   // Reads the next slice; returns the seconds it took.
   double ReadSlice();

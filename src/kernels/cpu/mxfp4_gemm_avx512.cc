@@ -2,7 +2,7 @@
 // vdpbf16ps, per-block fma epilogue with the row scales, 4 KB software prefetch (measured on Zen 5:
 // 8 KB ahead reached ~76% of the paired read on w1|w3, 4 KB ~86%). The GEMV prefetches a block's
 // lines in one burst or one chunk's line as it is loaded, as StreamPrefetchStyle() says for this
-// CPU (core/cpu_features.h; on the Intel host the spread form reads 65-68% against 62-64%).
+// CPU (core/cpu_features.h; on the Intel host the spread form reads 66-67% against 62-63%).
 //
 // GEMV (one activation row) keeps the 4 row groups of a panel in flight; GEMV-M (up to 8 rows)
 // decodes each weight register once and feeds it to every row. Both follow the order of

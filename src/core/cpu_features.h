@@ -31,14 +31,15 @@ const char* CpuVendorName(CpuVendor vendor);
 // How the batch-1 GEMVs of decode (FP8 dense, MXFP4 experts: each weight read once per step) issue
 // their software prefetches, a fixed distance ahead of the weight stream:
 //   kBurst:  every line of the next block(s) at once, before their compute (FP8: 64 lines);
-//   kSpread: one line per line consumed, interleaved with the compute.
+//   kSpread: one line per line consumed, interleaved with the compute, into L1 and (further ahead)
+//            into L2.
 // Measured (docs/performance.md, "The GEMVs' prefetch by CPU"): on the Zen 5 host the FP8 bursts
 // reach 96% of the paired read and the spread form 72%; on an Intel Xeon (Emerald Rapids) bursts
-// hold it at 62-65% and the spread form reads 72-77% (a burst wants more lines in flight than the
-// core's L1 fill buffers hold, and the prefetches behind them stall the pipeline; the MXFP4 GEMV
-// gains 62-63% -> 66-67%; both are then bound by their decode). Default:
-// kBurst on AMD, kSpread otherwise; DEEPINFER_STREAM_PREFETCH=burst|spread overrides. Same bits
-// either way.
+// hold it at 62-65% and the spread form reads 87-91% (a burst wants more lines in flight than the
+// core's L1 fill buffers hold, and the prefetches behind them stall the pipeline; L2 prefetches
+// are not held in them); the MXFP4 GEMV, bound by its decode there, goes from 62-64% to 67-69%.
+// Default: kBurst on AMD, kSpread otherwise; DEEPINFER_STREAM_PREFETCH=burst|spread overrides. Same
+// bits either way.
 enum class StreamPrefetch { kBurst, kSpread };
 StreamPrefetch StreamPrefetchStyle();  // chosen once per process
 // The rule: env "burst" / "spread" wins (nullptr or any other value: none given), else the

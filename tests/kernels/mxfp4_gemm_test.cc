@@ -14,6 +14,7 @@
 #include "core/ue8m0.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/mxfp4_gemm.h"
+#include "kernels/cpu/mxfp4_gemm_kernels.h"
 #include "level_test_util.h"
 #include "mxfp4_test_util.h"
 
@@ -126,7 +127,7 @@ TEST(Mxfp4Gemm, EveryNibbleDecodesExactly) {
   auto packed = PackOne(w);
   ASSERT_TRUE(packed.ok());
   for (CpuLevel level : AvailableLevels()) {
-    for (int64_t kk : {0, 1, 2, 7, 33, 62, 63}) {
+    for (int64_t kk = 0; kk < k; ++kk) {  // every nibble position of a chunk's dwords
       std::vector<uint16_t> x(k, 0);
       x[kk] = FloatToBf16(1.0f);
       const auto out = RunKernel(level, packed->view(), x, 1, DType::kF32, nullptr);
@@ -138,6 +139,21 @@ TEST(Mxfp4Gemm, EveryNibbleDecodesExactly) {
         EXPECT_EQ(got, E2m1ToFloat(nib)) << "nibble " << int(nib) << " k " << kk;
       }
     }
+  }
+}
+
+// The packed chunk's dword of a row (mxfp4_gemm.h): even elements of k-pairs 0..3 in the low
+// word's nibbles, odd ones in the high word's; and back.
+TEST(Mxfp4Gemm, ChunkDwordLayout) {
+  // Checkpoint bytes (even low nibble, odd high): pairs (1,2), (3,4), (5,6), (7,8).
+  const uint8_t bytes[4] = {0x21, 0x43, 0x65, 0x87};
+  EXPECT_EQ(Mxfp4ChunkDword(bytes), 0x86427531u);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 1000; ++i) {
+    uint8_t b[4];
+    for (uint8_t& x : b) x = static_cast<uint8_t>(rng());
+    const uint32_t d = Mxfp4ChunkDword(b);
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(Mxfp4CheckpointByte(d, j), b[j]);
   }
 }
 

@@ -2,9 +2,13 @@
 // (mxfp4_gemm_avx2.cc) and panel GEMM (mxfp4_panel_gemm_avx2.cc). Include only from *_avx2.cc
 // files. Everything here has internal linkage, so no AVX2 copy can stand in for baseline code.
 //
-// A 64-byte chunk holds 16 rows x 4 k-pairs; its first / second 32 bytes are rows 0-7 / 8-15
-// (row r, pair j at byte (r/4)·16 + 4j + r%4). The nibbles go through the vpshufb bf16 tables of
-// mxfp4_gemm_kernels.h, so every decoded weight is the exact e2m1 value as fp32.
+// A 64-byte chunk holds 16 rows x 4 k-pairs, row r in dword r (the even elements of the pairs in
+// the low word's nibbles, the odd ones in the high word's); its first / second 32 bytes are rows
+// 0-7 / 8-15. One vpshufb per 128-bit lane (4 rows) gathers byte q of the 4 rows' dwords into
+// bytes 4q..4q+3: the low nibbles then hold (even pair 0, even pair 2, odd pair 0, odd pair 2) x 4
+// rows and the high nibbles the same for pairs 1 and 3, so the byte-table decode of the old
+// layout and its byte / word unpacks give the (even, odd) bf16 pairs. The nibbles go through the
+// vpshufb bf16 tables of mxfp4_gemm_kernels.h, so every decoded weight is the exact e2m1 value.
 #pragma once
 
 #include <immintrin.h>
@@ -17,7 +21,7 @@ namespace deepinfer::kernels::avx2 {
 namespace {
 
 struct Mxfp4Lut {
-  __m256i low, high, nibble_mask, odd_mask;
+  __m256i low, high, nibble_mask, odd_mask, gather_bytes;
 };
 
 inline Mxfp4Lut MakeMxfp4Lut() {
@@ -25,27 +29,30 @@ inline Mxfp4Lut MakeMxfp4Lut() {
   return Mxfp4Lut{
       _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low))),
       _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high))),
-      _mm256_set1_epi8(0x0F), _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))};
+      _mm256_set1_epi8(0x0F), _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)),
+      _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1, 5, 9,
+                       13, 2, 6, 10, 14, 3, 7, 11, 15)};
 }
 
 // 32 bytes (8 rows x 4 k-pairs) -> r[j] lane i = the bf16 pair (even low, odd high) of row i,
 // k-pair j.
 inline void DecodeHalfChunkPairs(const uint8_t* p, const Mxfp4Lut& lut, __m256i r[4]) {
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  const __m256i lo = _mm256_and_si256(v, lut.nibble_mask);
-  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lut.nibble_mask);
-  const __m256i even_l = _mm256_shuffle_epi8(lut.low, lo);
-  const __m256i even_h = _mm256_shuffle_epi8(lut.high, lo);
-  const __m256i odd_l = _mm256_shuffle_epi8(lut.low, hi);
-  const __m256i odd_h = _mm256_shuffle_epi8(lut.high, hi);
-  const __m256i even0 = _mm256_unpacklo_epi8(even_l, even_h);
-  const __m256i even1 = _mm256_unpackhi_epi8(even_l, even_h);
-  const __m256i odd0 = _mm256_unpacklo_epi8(odd_l, odd_h);
-  const __m256i odd1 = _mm256_unpackhi_epi8(odd_l, odd_h);
-  r[0] = _mm256_unpacklo_epi16(even0, odd0);
-  r[1] = _mm256_unpackhi_epi16(even0, odd0);
-  r[2] = _mm256_unpacklo_epi16(even1, odd1);
-  r[3] = _mm256_unpackhi_epi16(even1, odd1);
+  const __m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                                        lut.gather_bytes);
+  const __m256i lo = _mm256_and_si256(v, lut.nibble_mask);                        // pairs 0 and 2
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lut.nibble_mask);  // 1 and 3
+  const __m256i lo_l = _mm256_shuffle_epi8(lut.low, lo);
+  const __m256i lo_h = _mm256_shuffle_epi8(lut.high, lo);
+  const __m256i hi_l = _mm256_shuffle_epi8(lut.low, hi);
+  const __m256i hi_h = _mm256_shuffle_epi8(lut.high, hi);
+  const __m256i even02 = _mm256_unpacklo_epi8(lo_l, lo_h);  // words: pair 0 rows 0-3, pair 2
+  const __m256i odd02 = _mm256_unpackhi_epi8(lo_l, lo_h);
+  const __m256i even13 = _mm256_unpacklo_epi8(hi_l, hi_h);
+  const __m256i odd13 = _mm256_unpackhi_epi8(hi_l, hi_h);
+  r[0] = _mm256_unpacklo_epi16(even02, odd02);
+  r[1] = _mm256_unpacklo_epi16(even13, odd13);
+  r[2] = _mm256_unpackhi_epi16(even02, odd02);
+  r[3] = _mm256_unpackhi_epi16(even13, odd13);
 }
 
 // The fp32 weights of a pair register: odd element (high half) and even element (low half).

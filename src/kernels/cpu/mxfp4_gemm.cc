@@ -2,6 +2,7 @@
 // panels, run-time choice of the kernel level; plus the scalar kernel on the packed layout.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/bf16.h"
@@ -36,8 +37,10 @@ void Mxfp4PanelsScalar(const Mxfp4Call& c, int64_t p_begin, int64_t p_end) {
           float blocksum = 0.0f;
           for (int64_t q = 0; q < 16; ++q) {
             const int64_t t = q / 4, j = q % 4;
-            const uint8_t byte = blk[64 + (t * 4 + g) * 64 + (r / 4) * 16 + 4 * j + r % 4];
-            blocksum = DpBf16Step(blocksum, LoadBf16Pair(x + 2 * (b * 16 + q)), pair_of_byte[byte]);
+            uint32_t dword;
+            std::memcpy(&dword, blk + 64 + (t * 4 + g) * 64 + 4 * r, 4);
+            blocksum = DpBf16Step(blocksum, LoadBf16Pair(x + 2 * (b * 16 + q)),
+                                  pair_of_byte[Mxfp4CheckpointByte(dword, static_cast<int>(j))]);
           }
           tot = std::fma(blocksum, Ue8m0ToFloat(blk[r64]), tot);
         }

@@ -21,9 +21,11 @@
 // N padding to a multiple of 64 (padding rows: zero weights, scale 1.0):
 //   [panel of 64 rows][32-K block] { 64 B: ue8m0 codes of the panel's rows 0..63;
 //                                   [step t 0..3][16-row group g 0..3] 64 B chunk }
-// A chunk holds rows 16g..16g+15 × k-pairs 4t..4t+3 of the block: row r, k-pair j (one checkpoint
-// byte) sits at chunk byte (r/4)·16 + 4j + r%4, which is the order the in-lane byte/word unpacks
-// of the AVX-512 decoder produce (so a decoded register is 16 rows × one k-pair). Each thread
+// A chunk holds rows 16g..16g+15 × k-pairs 4t..4t+3 of the block: row r in the chunk's dword r,
+// whose low word holds the even elements of k-pairs 4t+j (nibble j, bits 4j..4j+3) and whose high
+// word the odd ones (Mxfp4ChunkDword, mxfp4_gemm_kernels.h). One vpermw of the word (shifted right
+// by 4j) then decodes all 16 rows' k-pair j into one register of bf16 pairs (AVX-512); the AVX2
+// decoder regroups the bytes of 4 rows with one vpshufb and goes through byte tables. Each thread
 // reads one forward stream.
 //
 // Fused w1|w3: pack the two matrices as parts {w1, w3}; the parts are concatenated along N, so a

@@ -1,9 +1,9 @@
-// AVX-512 MXFP4 kernels (cpu_kernels.md §4, §5 small M): vpshufb nibble LUT -> bf16 pairs,
-// vdpbf16ps, per-block fma epilogue with the row scales, 4 KB software prefetch (measured on Zen 5:
-// 8 KB ahead reached ~76% of the paired read on w1|w3, 4 KB ~86%). The GEMV prefetches a block's
-// lines in one burst, or as each chunk is loaded its line into L1 and the line 32 KiB ahead into
-// L2, as StreamPrefetchStyle() says for this CPU (core/cpu_features.h; on the Intel host the
-// spread form reads 67-69% of the paired read against 62-64%).
+// AVX-512 MXFP4 kernels (cpu_kernels.md §4, §5 small M): vpermw word-table decode to bf16 pairs
+// (mxfp4_decode_avx512.h), vdpbf16ps, per-block fma epilogue with the row scales, 4 KB software
+// prefetch (measured on Zen 5: 8 KB ahead reached ~76% of the paired read on w1|w3, 4 KB ~86%). The
+// GEMV prefetches a block's lines in one burst, or as each chunk is loaded its line into L1 and the
+// line 32 KiB ahead into L2, as StreamPrefetchStyle() says for this CPU (core/cpu_features.h; on
+// the Intel host the spread form reads 67-69% of the paired read against 62-64%).
 //
 // GEMV (one activation row) keeps the 4 row groups of a panel in flight; GEMV-M (up to 8 rows)
 // decodes each weight register once and feeds it to every row. Both follow the order of
@@ -14,7 +14,7 @@
 
 #include "core/bf16.h"
 #include "core/cpu_features.h"
-#include "core/e2m1.h"
+#include "kernels/cpu/mxfp4_decode_avx512.h"
 #include "kernels/cpu/mxfp4_gemm_kernels.h"
 #include "kernels/cpu/store_out_avx512.h"
 
@@ -25,45 +25,6 @@ namespace {
 constexpr int64_t kPrefetchBytes = 4096;
 constexpr int64_t kL2PrefetchBytes = 32768;  // the spread form's second prefetch, into L2
 
-struct Lut {
-  __m512i low;   // low byte of bf16(e2m1(nibble)), per 128-bit lane
-  __m512i high;  // high byte (sign included)
-  __m512i nibble_mask;
-};
-
-Lut MakeLut() {
-  const E2m1Bf16ByteTables t = MakeE2m1Bf16ByteTables();
-  return Lut{_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low))),
-             _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high))),
-             _mm512_set1_epi8(0x0F)};
-}
-
-// One 64-byte chunk -> 4 registers of bf16 pairs; r[j] lane i = row i of the group, k-pair j.
-inline void DecodeChunk(const uint8_t* chunk, const Lut& lut, __m512bh r[4]) {
-  const __m512i v = _mm512_load_si512(chunk);
-  const __m512i lo = _mm512_and_si512(v, lut.nibble_mask);
-  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lut.nibble_mask);
-  const __m512i even_l = _mm512_shuffle_epi8(lut.low, lo),
-                even_h = _mm512_shuffle_epi8(lut.high, lo);
-  const __m512i odd_l = _mm512_shuffle_epi8(lut.low, hi), odd_h = _mm512_shuffle_epi8(lut.high, hi);
-  const __m512i even0 = _mm512_unpacklo_epi8(even_l, even_h);  // bf16 words of bytes 0..7 of a lane
-  const __m512i even1 = _mm512_unpackhi_epi8(even_l, even_h);  // bytes 8..15
-  const __m512i odd0 = _mm512_unpacklo_epi8(odd_l, odd_h);
-  const __m512i odd1 = _mm512_unpackhi_epi8(odd_l, odd_h);
-  r[0] = (__m512bh)_mm512_unpacklo_epi16(even0, odd0);
-  r[1] = (__m512bh)_mm512_unpackhi_epi16(even0, odd0);
-  r[2] = (__m512bh)_mm512_unpacklo_epi16(even1, odd1);
-  r[3] = (__m512bh)_mm512_unpackhi_epi16(even1, odd1);
-}
-
-// 16 ue8m0 codes -> fp32 2^(code-127); code 0 is the subnormal 2^-127.
-inline __m512 RowScales(const uint8_t* codes) {
-  const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
-  const __m512i bits = _mm512_slli_epi32(c, 23);
-  return _mm512_castsi512_ps(
-      _mm512_mask_mov_epi32(bits, _mm512_testn_epi32_mask(c, c), _mm512_set1_epi32(0x00400000)));
-}
-
 inline void PrefetchBlock(const uint8_t* blk) {
   for (int64_t i = 0; i < kMxfp4PanelBlockBytes; i += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + i), _MM_HINT_T0);
@@ -71,8 +32,8 @@ inline void PrefetchBlock(const uint8_t* blk) {
 }
 
 // One activation row against one panel: tot[0..63] = the 64 row totals.
-void GemvPanel(const uint8_t* panel, int64_t n_blocks, const uint16_t* x, const Lut& lut,
-               float* tot, bool burst) {
+void GemvPanel(const uint8_t* panel, int64_t n_blocks, const uint16_t* x, __m512i table, float* tot,
+               bool burst) {
   const auto* xp = reinterpret_cast<const uint32_t*>(x);  // k-pair dwords
   __m512 t0 = _mm512_setzero_ps(), t1 = t0, t2 = t0, t3 = t0;
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -94,20 +55,20 @@ void GemvPanel(const uint8_t* panel, int64_t n_blocks, const uint16_t* x, const 
         _mm_prefetch(reinterpret_cast<const char*>(chunks + kL2PrefetchBytes + 64 * q),
                      _MM_HINT_T1);
       }
-      __m512bh r[4];
-      DecodeChunk(chunks, lut, r);
-      for (int j = 0; j < 4; ++j) a0 = _mm512_dpbf16_ps(a0, r[j], xv[j]);
-      DecodeChunk(chunks + 64, lut, r);
-      for (int j = 0; j < 4; ++j) a1 = _mm512_dpbf16_ps(a1, r[j], xv[j]);
-      DecodeChunk(chunks + 128, lut, r);
-      for (int j = 0; j < 4; ++j) a2 = _mm512_dpbf16_ps(a2, r[j], xv[j]);
-      DecodeChunk(chunks + 192, lut, r);
-      for (int j = 0; j < 4; ++j) a3 = _mm512_dpbf16_ps(a3, r[j], xv[j]);
+      __m512i r[4];
+      avx512::DecodeMxfp4Chunk(chunks, table, r);
+      for (int j = 0; j < 4; ++j) a0 = _mm512_dpbf16_ps(a0, (__m512bh)r[j], xv[j]);
+      avx512::DecodeMxfp4Chunk(chunks + 64, table, r);
+      for (int j = 0; j < 4; ++j) a1 = _mm512_dpbf16_ps(a1, (__m512bh)r[j], xv[j]);
+      avx512::DecodeMxfp4Chunk(chunks + 128, table, r);
+      for (int j = 0; j < 4; ++j) a2 = _mm512_dpbf16_ps(a2, (__m512bh)r[j], xv[j]);
+      avx512::DecodeMxfp4Chunk(chunks + 192, table, r);
+      for (int j = 0; j < 4; ++j) a3 = _mm512_dpbf16_ps(a3, (__m512bh)r[j], xv[j]);
     }
-    t0 = _mm512_fmadd_ps(a0, RowScales(blk), t0);
-    t1 = _mm512_fmadd_ps(a1, RowScales(blk + 16), t1);
-    t2 = _mm512_fmadd_ps(a2, RowScales(blk + 32), t2);
-    t3 = _mm512_fmadd_ps(a3, RowScales(blk + 48), t3);
+    t0 = _mm512_fmadd_ps(a0, avx512::Mxfp4RowScales(blk), t0);
+    t1 = _mm512_fmadd_ps(a1, avx512::Mxfp4RowScales(blk + 16), t1);
+    t2 = _mm512_fmadd_ps(a2, avx512::Mxfp4RowScales(blk + 32), t2);
+    t3 = _mm512_fmadd_ps(a3, avx512::Mxfp4RowScales(blk + 48), t3);
   }
   _mm512_store_ps(tot, t0);
   _mm512_store_ps(tot + 16, t1);
@@ -117,7 +78,7 @@ void GemvPanel(const uint8_t* panel, int64_t n_blocks, const uint16_t* x, const 
 
 // M (<= 8) activation rows against one panel; xp = [k-pair][M] dwords; tot = [M][64].
 template <int M>
-void GemvMPanel(const uint8_t* panel, int64_t n_blocks, const uint32_t* xp, const Lut& lut,
+void GemvMPanel(const uint8_t* panel, int64_t n_blocks, const uint32_t* xp, __m512i table,
                 float* tot) {
   for (int i = 0; i < M * 64; i += 16) _mm512_store_ps(tot + i, _mm512_setzero_ps());
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -128,17 +89,17 @@ void GemvMPanel(const uint8_t* panel, int64_t n_blocks, const uint32_t* xp, cons
       __m512 acc[M];
       for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
       for (int t = 0; t < 4; ++t) {
-        __m512bh r[4];
-        DecodeChunk(blk + 64 + (t * 4 + g) * 64, lut, r);
+        __m512i r[4];
+        avx512::DecodeMxfp4Chunk(blk + 64 + (t * 4 + g) * 64, table, r);
         for (int j = 0; j < 4; ++j) {
           for (int m = 0; m < M; ++m) {
             const __m512bh xv =
                 (__m512bh)_mm512_set1_epi32(static_cast<int>(xb[(4 * t + j) * M + m]));
-            acc[m] = _mm512_dpbf16_ps(acc[m], r[j], xv);
+            acc[m] = _mm512_dpbf16_ps(acc[m], (__m512bh)r[j], xv);
           }
         }
       }
-      const __m512 sw = RowScales(blk + 16 * g);
+      const __m512 sw = avx512::Mxfp4RowScales(blk + 16 * g);
       for (int m = 0; m < M; ++m) {
         float* tp = tot + m * 64 + 16 * g;
         _mm512_store_ps(tp, _mm512_fmadd_ps(acc[m], sw, _mm512_load_ps(tp)));
@@ -162,7 +123,7 @@ void StoreRows(const float* tot, int64_t rows, int64_t valid, int64_t n0, const 
 }  // namespace
 
 void Mxfp4PanelsAvx512(const Mxfp4Call& c, int64_t p_begin, int64_t p_end) {
-  const Lut lut = MakeLut();
+  const __m512i table = avx512::MakeMxfp4WordTable();
   const int64_t n_blocks = c.w.n_blocks();
   alignas(64) float tot[kMxfp4ChunkRows * 64];
   const bool burst = StreamPrefetchStyle() == StreamPrefetch::kBurst;
@@ -171,7 +132,7 @@ void Mxfp4PanelsAvx512(const Mxfp4Call& c, int64_t p_begin, int64_t p_end) {
     const int64_t n0 = p * kMxfp4PanelRows;
     const int64_t valid = c.w.n - n0;
     if (c.n_rows == 1) {
-      GemvPanel(panel, n_blocks, c.xq, lut, tot, burst);
+      GemvPanel(panel, n_blocks, c.xq, table, tot, burst);
       StoreRows(tot, 1, valid, n0, c, 0);
       continue;
     }
@@ -180,28 +141,28 @@ void Mxfp4PanelsAvx512(const Mxfp4Call& c, int64_t p_begin, int64_t p_end) {
       const uint32_t* xp = c.xpacked + m0 * (c.w.k / 2);
       switch (rows) {
         case 1:
-          GemvMPanel<1>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<1>(panel, n_blocks, xp, table, tot);
           break;
         case 2:
-          GemvMPanel<2>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<2>(panel, n_blocks, xp, table, tot);
           break;
         case 3:
-          GemvMPanel<3>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<3>(panel, n_blocks, xp, table, tot);
           break;
         case 4:
-          GemvMPanel<4>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<4>(panel, n_blocks, xp, table, tot);
           break;
         case 5:
-          GemvMPanel<5>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<5>(panel, n_blocks, xp, table, tot);
           break;
         case 6:
-          GemvMPanel<6>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<6>(panel, n_blocks, xp, table, tot);
           break;
         case 7:
-          GemvMPanel<7>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<7>(panel, n_blocks, xp, table, tot);
           break;
         default:
-          GemvMPanel<8>(panel, n_blocks, xp, lut, tot);
+          GemvMPanel<8>(panel, n_blocks, xp, table, tot);
           break;
       }
       StoreRows(tot, rows, valid, n0, c, m0);

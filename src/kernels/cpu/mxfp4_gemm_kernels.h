@@ -37,7 +37,7 @@ struct Mxfp4Call {
   int64_t ldo;
 };
 
-// The nibble -> bf16 lookup tables of the vector decoders (vpshufb): low[i] / high[i] are the low
+// The nibble -> bf16 byte lookup tables of the AVX2 decoder (vpshufb): low[i] / high[i] are the low
 // and high bytes of bf16(e2m1 value of nibble i), sign included.
 struct E2m1Bf16ByteTables {
   alignas(16) uint8_t low[16];
@@ -51,6 +51,20 @@ inline E2m1Bf16ByteTables MakeE2m1Bf16ByteTables() {
     t.high[i] = static_cast<uint8_t>(b >> 8);
   }
   return t;
+}
+
+// One row's dword of a packed chunk (mxfp4_gemm.h) from its 4 checkpoint bytes of a step (byte j =
+// k-pair j: even element in the low nibble, odd in the high), and checkpoint byte j back from it.
+inline uint32_t Mxfp4ChunkDword(const uint8_t checkpoint_bytes[4]) {
+  uint32_t d = 0;
+  for (int j = 0; j < 4; ++j) {
+    d |= static_cast<uint32_t>(checkpoint_bytes[j] & 0xF) << (4 * j);
+    d |= static_cast<uint32_t>(checkpoint_bytes[j] >> 4) << (16 + 4 * j);
+  }
+  return d;
+}
+inline uint8_t Mxfp4CheckpointByte(uint32_t dword, int j) {
+  return static_cast<uint8_t>(((dword >> (4 * j)) & 0xF) | (((dword >> (16 + 4 * j)) & 0xF) << 4));
 }
 
 void Mxfp4PanelsScalar(const Mxfp4Call& call, int64_t p_begin, int64_t p_end);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/cpu/mxfp4_gemm.h"
+#include "kernels/cpu/mxfp4_gemm_kernels.h"
 
 namespace deepinfer::kernels {
 
@@ -52,9 +53,9 @@ Status PackMxfp4Into(std::span<const Mxfp4Source> parts, int64_t k, uint8_t* dst
       for (int64_t b = 0; b < n_blocks; ++b) {
         uint8_t* blk = const_cast<uint8_t*>(view.panel(panel)) + b * kMxfp4PanelBlockBytes;
         blk[r64] = s_row[b];
-        for (int64_t p = 0; p < 16; ++p) {  // k-pair within the block
-          const int64_t t = p / 4, j = p % 4;
-          blk[64 + (t * 4 + g) * 64 + (r / 4) * 16 + 4 * j + r % 4] = w_row[b * 16 + p];
+        for (int64_t t = 0; t < 4; ++t) {  // step: k-pairs 4t..4t+3 of the block
+          const uint32_t dword = Mxfp4ChunkDword(w_row + b * 16 + 4 * t);
+          std::memcpy(blk + 64 + (t * 4 + g) * 64 + 4 * r, &dword, 4);  // little-endian x86
         }
       }
     }

@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <atomic>
 
-#include "core/e2m1.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/act_pack.h"
 #include "kernels/cpu/aligned_buffer.h"
+#include "kernels/cpu/mxfp4_decode_avx512.h"
 #include "kernels/cpu/mxfp4_gemm_kernels.h"
 #include "kernels/cpu/panel_tile_avx512.h"
 
@@ -29,56 +29,18 @@ namespace {
 constexpr int kMr = avx512::kPanelMr;
 constexpr int kNr = avx512::kPanelNr;
 
-struct Lut {
-  __m512i low, high, nibble_mask;
-};
-
-Lut MakeLut() {
-  const E2m1Bf16ByteTables t = MakeE2m1Bf16ByteTables();
-  return Lut{_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.low))),
-             _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t.high))),
-             _mm512_set1_epi8(0x0F)};
-}
-
-// One 64-byte chunk (16 rows x 4 k-pairs, mxfp4_gemm.h layout) -> r[j] = 16 rows' pair j.
-inline void DecodeChunk(const uint8_t* chunk, const Lut& lut, __m512i r[4]) {
-  const __m512i v = _mm512_load_si512(chunk);
-  const __m512i lo = _mm512_and_si512(v, lut.nibble_mask);
-  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lut.nibble_mask);
-  const __m512i even_l = _mm512_shuffle_epi8(lut.low, lo);
-  const __m512i even_h = _mm512_shuffle_epi8(lut.high, lo);
-  const __m512i odd_l = _mm512_shuffle_epi8(lut.low, hi);
-  const __m512i odd_h = _mm512_shuffle_epi8(lut.high, hi);
-  const __m512i even0 = _mm512_unpacklo_epi8(even_l, even_h);
-  const __m512i even1 = _mm512_unpackhi_epi8(even_l, even_h);
-  const __m512i odd0 = _mm512_unpacklo_epi8(odd_l, odd_h);
-  const __m512i odd1 = _mm512_unpackhi_epi8(odd_l, odd_h);
-  r[0] = _mm512_unpacklo_epi16(even0, odd0);
-  r[1] = _mm512_unpackhi_epi16(even0, odd0);
-  r[2] = _mm512_unpacklo_epi16(even1, odd1);
-  r[3] = _mm512_unpackhi_epi16(even1, odd1);
-}
-
-// 16 ue8m0 codes -> fp32 2^(code-127); code 0 is the subnormal 2^-127.
-inline __m512 RowScales(const uint8_t* codes) {
-  const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
-  const __m512i bits = _mm512_slli_epi32(c, 23);
-  return _mm512_castsi512_ps(
-      _mm512_mask_mov_epi32(bits, _mm512_testn_epi32_mask(c, c), _mm512_set1_epi32(0x00400000)));
-}
-
 // Half h (rows 32h..32h+31) of one packed panel over all K -> bp [K/2][32], sc [K/32][32].
-void DecodeHalfPanel(const uint8_t* panel, int64_t n_blocks, int h, const Lut& lut, uint32_t* bp,
+void DecodeHalfPanel(const uint8_t* panel, int64_t n_blocks, int h, __m512i table, uint32_t* bp,
                      float* sc) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* blk = panel + b * kMxfp4PanelBlockBytes;
-    _mm512_store_ps(sc + b * kNr, RowScales(blk + 32 * h));
-    _mm512_store_ps(sc + b * kNr + 16, RowScales(blk + 32 * h + 16));
+    _mm512_store_ps(sc + b * kNr, avx512::Mxfp4RowScales(blk + 32 * h));
+    _mm512_store_ps(sc + b * kNr + 16, avx512::Mxfp4RowScales(blk + 32 * h + 16));
     uint32_t* dst = bp + b * 16 * kNr;
     for (int t = 0; t < 4; ++t) {
       for (int gi = 0; gi < 2; ++gi) {
         __m512i r[4];
-        DecodeChunk(blk + 64 + (t * 4 + 2 * h + gi) * 64, lut, r);
+        avx512::DecodeMxfp4Chunk(blk + 64 + (t * 4 + 2 * h + gi) * 64, table, r);
         for (int j = 0; j < 4; ++j) _mm512_store_si512(dst + (4 * t + j) * kNr + gi * 16, r[j]);
       }
     }
@@ -110,13 +72,13 @@ void Mxfp4PanelGemmAvx512(const Mxfp4Call& c, ThreadPool* pool) {
     thread_local AlignedBuffer<float> sc;
     bp.EnsureSize(static_cast<size_t>(pairs * kNr));
     sc.EnsureSize(static_cast<size_t>(n_blocks * kNr));
-    const Lut lut = MakeLut();
+    const __m512i table = avx512::MakeMxfp4WordTable();
     alignas(64) float scratch[kMr * kNr];
     for (int64_t u = next_unit.fetch_add(1, std::memory_order_relaxed); u < units;
          u = next_unit.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t n0 = u * kNr;
       const int64_t n_valid = std::min<int64_t>(kNr, c.w.n - n0);
-      DecodeHalfPanel(c.w.panel(u / 2), n_blocks, static_cast<int>(u % 2), lut, bp.data(),
+      DecodeHalfPanel(c.w.panel(u / 2), n_blocks, static_cast<int>(u % 2), table, bp.data(),
                       sc.data());
       const float* s = sc.data();
       auto scales = [s](int64_t b, __m512& s0, __m512& s1) {

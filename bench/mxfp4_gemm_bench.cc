@@ -3,7 +3,9 @@
 //     a plain AVX-512 read of an equal-size random buffer run right before each call
 //     (bench/paired_bandwidth.h); weights rotate over CopiesToDefeatCache copies so no call finds
 //     them in cache;
-//   * M=8 (prefill, ~8 tokens per expert) reports GFLOP/s (compute-bound).
+//   * M=8 (prefill, ~8 tokens per expert) reports GFLOP/s (compute-bound);
+//   * GemvMany: 6 experts' w1|w3 at one row each in one Mxfp4GemmMany call (a batch-1 MoE step),
+//     pct_of_read like the GEMVs.
 // Thread count: DEEPINFER_THREADS (default: all CPUs).
 //   ./build-mxfp4/bench/mxfp4_gemm_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -68,6 +70,32 @@ void RunGemv(benchmark::State& state, int64_t n, int64_t k) {
   state.counters["threads"] = pool.size();
 }
 
+// A batch-1 MoE step's routed w1|w3 products: `experts` different matrices, one row each, in one
+// Mxfp4GemmMany call (the engine's call; its panels of all experts split over the threads).
+void RunGemvMany(benchmark::State& state, int64_t n, int64_t k, int64_t experts) {
+  const size_t bytes = PackedMxfp4Bytes(n, k) * experts;
+  const WeightCopies w = MakeCopies(n, k, experts * bench::CopiesToDefeatCache(bytes));
+  const std::vector<uint16_t> xq = Activations(1, k);
+  std::vector<uint16_t> out(n * experts);
+  bench::PairedReader reader(bytes);
+  ThreadPool& pool = ThreadPool::Default();
+  std::vector<Mxfp4Job> jobs(experts);
+  size_t next = 0;
+  bench::RunPaired(state, reader, bytes, [&] {
+    for (int64_t e = 0; e < experts; ++e) {
+      jobs[e] = Mxfp4Job{w.copies[next++ % w.copies.size()].view(),
+                         xq.data(),
+                         1,
+                         k,
+                         out.data() + e * n,
+                         DType::kBF16,
+                         n};
+    }
+    Mxfp4GemmMany(jobs, &pool);
+  });
+  state.counters["threads"] = pool.size();
+}
+
 // panel: call the panel GEMM directly (any m), else the public entry point's choice.
 void RunGemvM(benchmark::State& state, int64_t n, int64_t k, int64_t m, bool panel = false) {
   const size_t bytes = PackedMxfp4Bytes(n, k);
@@ -108,11 +136,13 @@ void RunGemvM(benchmark::State& state, int64_t n, int64_t k, int64_t m, bool pan
 // Fused w1|w3: x[1, 5120] · [4608, 5120]ᵀ; w2: x[1, 2304] · [5120, 2304]ᵀ.
 void BM_Mxfp4Gemv_W13(benchmark::State& s) { RunGemv(s, 2 * 2304, 5120); }
 void BM_Mxfp4Gemv_W2(benchmark::State& s) { RunGemv(s, 5120, 2304); }
+void BM_Mxfp4GemvMany_W13(benchmark::State& s) { RunGemvMany(s, 2 * 2304, 5120, s.range(0)); }
 void BM_Mxfp4GemvM_W13(benchmark::State& s) { RunGemvM(s, 2 * 2304, 5120, s.range(0)); }
 void BM_Mxfp4GemvM_W2(benchmark::State& s) { RunGemvM(s, 5120, 2304, s.range(0)); }
 
 BENCHMARK(BM_Mxfp4Gemv_W13)->UseManualTime()->Iterations(200)->Repetitions(3);
 BENCHMARK(BM_Mxfp4Gemv_W2)->UseManualTime()->Iterations(200)->Repetitions(3);
+BENCHMARK(BM_Mxfp4GemvMany_W13)->UseManualTime()->Iterations(50)->Repetitions(3)->Arg(6);
 BENCHMARK(BM_Mxfp4GemvM_W13)
     ->UseManualTime()
     ->Iterations(50)

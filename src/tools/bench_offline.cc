@@ -374,6 +374,10 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   j["measured_bandwidth_max_gbs"] = bandwidth_max_gbs;
   j["bandwidth_fraction"] =
       decode_gbs ? nlohmann::ordered_json(*decode_gbs / measured_bandwidth_gbs) : nullptr;
+  // Against the best probe before and after the run (the stricter ratio: host noise only pulls
+  // probes down).
+  j["bandwidth_fraction_of_best"] =
+      decode_gbs ? nlohmann::ordered_json(*decode_gbs / bandwidth_max_gbs) : nullptr;
   j["measured_peak_gflops"] = measured_peak_gflops;
   j["peak_instruction"] = PeakInstructionName();
   j["compute_fraction"] = prefill_gflops / measured_peak_gflops;

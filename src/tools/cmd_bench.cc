@@ -76,8 +76,8 @@ void PrintHuman(const nlohmann::ordered_json& j) {
   }
   std::printf(
       "batch %3lld prompt %5lld decode %4lld | prefill %9.1f tok/s %7.1f GFLOP/s (%s of "
-      "peak %.0f) | decode %8.2f tok/s, step %s ms, %s GB/s (%s of read %.1f GB/s, %.0f MB/step) "
-      "| load %.2f\n",
+      "peak %.0f) | decode %8.2f tok/s, step %s ms, %s GB/s (%s of read %.1f GB/s, %s of the best "
+      "read %.1f, %.0f MB/step) | load %.2f\n",
       static_cast<long long>(j["batch"].get<int64_t>()),
       static_cast<long long>(j["prompt_len"].get<int64_t>()),
       static_cast<long long>(j["decode_len"].get<int64_t>()),
@@ -87,6 +87,8 @@ void PrintHuman(const nlohmann::ordered_json& j) {
       Opt(j["decode_step_ms"], "%.1f").c_str(), Opt(j["decode_gbs"], "%.1f").c_str(),
       Opt(j["bandwidth_fraction"], "%.1f%%", 100).c_str(),
       j["measured_bandwidth_gbs"].get<double>(),
+      Opt(j["bandwidth_fraction_of_best"], "%.1f%%", 100).c_str(),
+      j["measured_bandwidth_max_gbs"].get<double>(),
       static_cast<double>(j["weight_bytes_per_decode_step"].get<int64_t>()) * 1e-6,
       j["load_avg_1m"].get<double>());
   if (j["ranks"].get<int>() > 1) {

@@ -88,7 +88,8 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
       EXPECT_GT(j[key].get<double>(), 0.0) << key;
     }
     EXPECT_GT(j["weight_bytes_per_decode_step"].get<int64_t>(), 0);
-    for (const char* key : {"bandwidth_fraction", "compute_fraction"}) {
+    for (const char* key :
+         {"bandwidth_fraction", "bandwidth_fraction_of_best", "compute_fraction"}) {
       ASSERT_TRUE(j[key].is_number()) << key;
       EXPECT_GT(j[key].get<double>(), 0.0) << key;
       // Loose: the paired read swings several-fold with host load (a decode step can outrun the
@@ -98,6 +99,11 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
     // The fractions are the ratios of the reported rates.
     EXPECT_NEAR(j["bandwidth_fraction"].get<double>(),
                 j["decode_gbs"].get<double>() / j["measured_bandwidth_gbs"].get<double>(), 1e-9);
+    EXPECT_NEAR(j["bandwidth_fraction_of_best"].get<double>(),
+                j["decode_gbs"].get<double>() / j["measured_bandwidth_max_gbs"].get<double>(),
+                1e-9);
+    // The best probe is at least the median one, so this ratio is never the larger.
+    EXPECT_LE(j["bandwidth_fraction_of_best"].get<double>(), j["bandwidth_fraction"].get<double>());
     EXPECT_NEAR(j["compute_fraction"].get<double>(),
                 j["prefill_gflops"].get<double>() / j["measured_peak_gflops"].get<double>(), 1e-9);
     // Bytes per step at batch B: decode GB/s = bytes / step time.

@@ -28,16 +28,18 @@ CpuLevel ActiveCpuLevel();
 const char* CpuLevelName(CpuLevel level);
 const char* CpuVendorName(CpuVendor vendor);
 
-// How the batch-1 GEMVs of decode (FP8 dense, MXFP4 experts: each weight read once per step) issue
-// their software prefetches, a fixed distance ahead of the weight stream:
-//   kBurst:  every line of the next block(s) at once, before their compute (FP8: 64 lines);
+// How the batch-1 GEMVs of decode (FP8 dense, MXFP4 experts, the bf16 head: each weight read once
+// per step) issue their software prefetches, a fixed distance ahead of the weight stream:
+//   kBurst:  every line of the next block(s) at once, before their compute (FP8: 64 lines; the
+//            bf16 tile: one line per row step into L1 only);
 //   kSpread: one line per line consumed, interleaved with the compute, into L1 and (further ahead)
 //            into L2.
-// Measured (docs/performance.md, "The GEMVs' prefetch by CPU"): on the Zen 5 host the FP8 bursts
-// reach 96% of the paired read and the spread form 72%; on an Intel Xeon (Emerald Rapids) bursts
-// hold it at 62-65% and the spread form reads 87-91% (a burst wants more lines in flight than the
-// core's L1 fill buffers hold, and the prefetches behind them stall the pipeline; L2 prefetches
-// are not held in them); the MXFP4 GEMV, bound by its decode there, goes from 62-64% to 67-69%.
+// Measured (docs/performance.md, "The GEMVs' prefetch by CPU" and the sections after it): on the
+// Zen 5 host the FP8 bursts reach 96% of the paired read and the spread form 72%; on an Intel Xeon
+// (Emerald Rapids) bursts hold it at 62-65% and the spread form reads 87-91% (a burst wants more
+// lines in flight than the core's L1 fill buffers hold, and the prefetches behind them stall the
+// pipeline; L2 prefetches are not held in them); there the MXFP4 GEMV reads 78-80% spread against
+// 70-71% burst, and the bf16 GEMV 100% with its L2 prefetch against 94%.
 // Default: kBurst on AMD, kSpread otherwise; DEEPINFER_STREAM_PREFETCH=burst|spread overrides. Same
 // bits either way.
 enum class StreamPrefetch { kBurst, kSpread };

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <random>
 
 #include "core/cpu_features.h"
+#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 
 namespace deepinfer {
@@ -140,18 +142,16 @@ ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes_per_read, ThreadPool* pool,
       n_slices_(std::max<size_t>(
           2, ((min_buffer_bytes ? min_buffer_bytes : BeyondCacheBytes()) + slice_bytes_ - 1) /
                  slice_bytes_)),
-      buffer_(slice_bytes_ * n_slices_ + 64),
+      buffer_(static_cast<uint8_t*>(AllocateLarge(slice_bytes_ * n_slices_))),
       sink_(static_cast<size_t>(pool_->size()) * 8) {
   std::mt19937_64 rng(1234);
-  auto* words = reinterpret_cast<uint64_t*>(buffer_.data());
-  for (size_t i = 0; i < buffer_.size() / 8; ++i) words[i] = rng();
+  if (!buffer_) throw std::bad_alloc();
+  auto* words = reinterpret_cast<uint64_t*>(buffer_.get());
+  for (size_t i = 0; i < slice_bytes_ * n_slices_ / 8; ++i) words[i] = rng();
 }
 
 double ReadBandwidthProbe::ReadSlice() {
-  // The first 64-byte aligned byte of the buffer (it holds 64 spare bytes).
-  const uint8_t* base =
-      buffer_.data() + ((64 - reinterpret_cast<uintptr_t>(buffer_.data()) % 64) % 64);
-  const uint8_t* slice = base + (next_++ % n_slices_) * slice_bytes_;
+  const uint8_t* slice = buffer_.get() + (next_++ % n_slices_) * slice_bytes_;
   const CpuLevel level = ActiveCpuLevel();
   const int n_threads = pool_->size();
   const int64_t total = static_cast<int64_t>(slice_bytes_);

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 namespace deepinfer {
@@ -40,7 +42,11 @@ class ReadBandwidthProbe {
   size_t slice_bytes_;
   size_t n_slices_;
   size_t next_ = 0;
-  std::vector<uint8_t> buffer_;
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> buffer_;  // slice_bytes_ * n_slices_, on huge pages as the weights
+                                           // are (core/huge_pages.h)
   std::vector<uint64_t> sink_;
 };
 

@@ -1,12 +1,15 @@
 // AlignedBuffer<T>: a fixed-size, 64-byte aligned, uninitialised heap array (cache-line and zmm
 // aligned). Used for repacked weights and per-thread kernel scratch; it grows only through
-// EnsureSize, so steady-state kernel calls allocate nothing.
+// EnsureSize, so steady-state kernel calls allocate nothing. From 2 MiB up it is on transparent
+// huge pages where the kernel allows (core/huge_pages.h): the weight stream of a decode step.
 #pragma once
 
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <new>
+
+#include "core/huge_pages.h"
 
 namespace deepinfer::kernels {
 
@@ -22,7 +25,7 @@ class AlignedBuffer {
   void EnsureSize(size_t n) {
     if (n <= size_) return;
     const size_t bytes = (n * sizeof(T) + kAlign - 1) / kAlign * kAlign;
-    void* p = std::aligned_alloc(kAlign, bytes);
+    void* p = AllocateLarge(bytes);
     if (p == nullptr) throw std::bad_alloc();
     data_.reset(static_cast<T*>(p));
     size_ = n;

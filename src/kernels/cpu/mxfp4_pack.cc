@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/huge_pages.h"
 #include "kernels/cpu/mxfp4_gemm.h"
 #include "kernels/cpu/mxfp4_gemm_kernels.h"
 
@@ -81,8 +82,7 @@ StatusOr<PackedMxfp4Matrix> PackedMxfp4Matrix::Pack(std::span<const Mxfp4Source>
   }
   PackedMxfp4Matrix m;
   m.bytes_ = PackedMxfp4Bytes(n, k);
-  const size_t alloc = (m.bytes_ + 63) / 64 * 64;
-  m.buffer_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, alloc > 0 ? alloc : 64)));
+  m.buffer_.reset(static_cast<uint8_t*>(AllocateLarge(m.bytes_ > 0 ? m.bytes_ : 64)));
   if (!m.buffer_) return Internal("MXFP4 pack: out of memory");
   DI_RETURN_IF_ERROR(PackMxfp4Into(parts, k, m.buffer_.get()));
   m.view_ = PackedMxfp4View{m.buffer_.get(), n, k};

@@ -20,6 +20,7 @@
 #include "bf16_peak.h"
 #include "core/bf16.h"
 #include "core/cpu_features.h"
+#include "core/e4m3.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/fp8_gemm.h"
@@ -51,14 +52,15 @@ BENCHMARK(BM_Bf16DotPeak)->UseManualTime()->Iterations(3);
 
 // ---- weights and activations ---------------------------------------------------------------
 
-// Random e4m3 codes (finite, all 254 equally likely: 1/16 subnormal or zero) and scales near 2^-8.
+// The e4m3 codes of Gaussian weights as a checkpoint holds them (sigma = 448 / 4, so a 32x32 tile's
+// largest magnitude lands near the top of the range; `deepinfer make-checkpoint` quantizes the same
+// way): about 0.5% of the 64-byte chunks hold a zero or subnormal code and take the GEMV's LUT
+// decode (fp8_gemm.h special_chunks). Scales near 2^-8.
 PackedFp8Matrix RandomPacked(int64_t n, int64_t k, uint32_t seed) {
   std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, kE4m3Max / 4);
   std::vector<uint8_t> codes(n * k), scales(((n + 31) / 32) * (k / 32));
-  for (auto& c : codes) {
-    do c = static_cast<uint8_t>(rng());
-    while ((c & 0x7F) == 0x7F);
-  }
+  for (auto& c : codes) c = FloatToE4m3(normal(rng));  // saturates at ±448
   for (auto& s : scales) s = static_cast<uint8_t>(115 + rng() % 8);
   return std::move(PackFp8Matrix(codes.data(), scales.data(), n, k)).value();
 }
@@ -70,8 +72,11 @@ PackedFp8Matrix Clone(const PackedFp8Matrix& w) {
   c.n_panels = w.n_panels;
   c.codes.EnsureSize(w.codes.size());
   c.scales.EnsureSize(w.scales.size());
+  c.special_chunks.EnsureSize(w.special_chunks.size());
   std::memcpy(c.codes.data(), w.codes.data(), w.codes.size());
   std::memcpy(c.scales.data(), w.scales.data(), w.scales.size() * sizeof(float));
+  std::memcpy(c.special_chunks.data(), w.special_chunks.data(),
+              w.special_chunks.size() * sizeof(uint32_t));
   c.nan_codes = w.nan_codes;
   return c;
 }

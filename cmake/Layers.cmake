@@ -3,7 +3,7 @@
 # kernels only; the rest of the library stays baseline x86-64 so that the binary runs on any
 # x86-64 CPU and picks its kernels at run time (kernels/cpu/dispatch.h).
 set(DEEPINFER_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16
-    -mavx512vbmi -mavx512vnni -mfma -mbmi2 -mf16c
+    -mavx512vbmi -mavx512vnni -mgfni -mfma -mbmi2 -mf16c
     # GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsic headers.
     -Wno-uninitialized -Wno-maybe-uninitialized)
 set(DEEPINFER_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)

@@ -41,6 +41,7 @@ CpuFeatures Probe() {
   f.avx512_core = zmm_os && avx512f && avx512dq && avx512bw && avx512vl;
   f.avx512_vbmi = f.avx512_core && (c & (1u << 1));
   f.avx512_vnni = f.avx512_core && (c & (1u << 11));
+  f.gfni = f.avx512_core && (c & (1u << 8));
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1))
     f.avx512_bf16 = f.avx512_core && (a1 & (1u << 5));
@@ -49,7 +50,7 @@ CpuFeatures Probe() {
 }  // namespace
 
 CpuLevel CpuFeatures::BestLevel() const {
-  if (avx512_core && avx512_bf16 && avx512_vbmi && avx512_vnni && avx2_fma)
+  if (avx512_core && avx512_bf16 && avx512_vbmi && avx512_vnni && gfni && avx2_fma)
     return CpuLevel::kAvx512;
   if (avx2_fma) return CpuLevel::kAvx2;
   return CpuLevel::kScalar;

@@ -6,7 +6,7 @@
 
 namespace deepinfer {
 
-enum class CpuLevel { kScalar, kAvx2, kAvx512 };  // kAvx512 = F+BW+VL+DQ+BF16+VBMI+VNNI
+enum class CpuLevel { kScalar, kAvx2, kAvx512 };  // kAvx512 = F+BW+VL+DQ+BF16+VBMI+VNNI+GFNI
 enum class CpuVendor { kOther, kIntel, kAmd };
 
 struct CpuFeatures {
@@ -15,6 +15,7 @@ struct CpuFeatures {
   bool avx512_bf16 = false;
   bool avx512_vbmi = false;
   bool avx512_vnni = false;
+  bool gfni = false;  // GF(2^8) affine byte transforms (the FP8 GEMV's decode), 512-bit
   CpuVendor vendor = CpuVendor::kOther;
 
   CpuLevel BestLevel() const;

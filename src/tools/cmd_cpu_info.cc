@@ -14,11 +14,12 @@ void RegisterCpuInfo(CLI::App& app, int* exit_code) {
     const CpuFeatures& f = GetCpuFeatures();
     std::printf(
         "avx2+fma     %s\navx512 core  %s\navx512 bf16  %s\navx512 vbmi  %s\n"
-        "avx512 vnni  %s\nvendor       %s\nkernel level %s\nprefetch     %s\nthreads      %d\n",
+        "avx512 vnni  %s\ngfni         %s\nvendor       %s\nkernel level %s\nprefetch     "
+        "%s\nthreads      %d\n",
         f.avx2_fma ? "yes" : "no", f.avx512_core ? "yes" : "no", f.avx512_bf16 ? "yes" : "no",
-        f.avx512_vbmi ? "yes" : "no", f.avx512_vnni ? "yes" : "no", CpuVendorName(f.vendor),
-        CpuLevelName(ActiveCpuLevel()), StreamPrefetchName(StreamPrefetchStyle()),
-        ThreadPool::Default().size());
+        f.avx512_vbmi ? "yes" : "no", f.avx512_vnni ? "yes" : "no", f.gfni ? "yes" : "no",
+        CpuVendorName(f.vendor), CpuLevelName(ActiveCpuLevel()),
+        StreamPrefetchName(StreamPrefetchStyle()), ThreadPool::Default().size());
     *exit_code = 0;
   });
 }

@@ -34,15 +34,21 @@ struct Weights {
   std::vector<uint8_t> codes, scales;
 };
 
-// Random finite e4m3 codes (all 254 equally likely, so subnormals, ±0 and ±448 all occur), with
-// runs of zeros; scale codes in [lo, hi].
+// Random finite e4m3 codes: the 238 normal ones equally likely, one in 128 an exponent-0 code (±0
+// or a subnormal) and every 97th a zero, so about a third of the 64-byte chunks hold only normal
+// codes (the AVX-512 GEMV's affine decode) and the rest some special code (its LUT decode,
+// fp8_gemm.h special_chunks); scale codes in [lo, hi].
 Weights RandomWeights(int64_t n, int64_t k, uint32_t seed, int scale_lo = 112, int scale_hi = 132) {
   std::mt19937 rng(seed);
   Weights w{n, k, std::vector<uint8_t>(n * k), std::vector<uint8_t>(((n + 31) / 32) * (k / 32))};
   for (auto& c : w.codes) {
     uint8_t v;
-    do v = static_cast<uint8_t>(rng());
-    while ((v & 0x7F) == 0x7F);
+    if (rng() % 128 == 0) {
+      v = static_cast<uint8_t>(rng() & 0x87);  // sign and mantissa; exponent 0
+    } else {
+      do v = static_cast<uint8_t>(rng());
+      while ((v & 0x7F) == 0x7F || (v & 0x78) == 0);
+    }
     c = v;
   }
   for (int64_t i = 0; i < n * k; i += 97) w.codes[i] = 0;
@@ -225,6 +231,67 @@ TEST(Fp8GemmTest, EveryFiniteCodeAndExtremeScales) {
     std::vector<uint16_t> bf16;
     RunPath(path, xq, m, w, pool, &f32, &bf16);
     ExpectBitExact(ref, f32, bf16, n, PathName(path));
+  }
+}
+
+// The special-chunk masks flag exactly the chunks that hold an exponent-0 or NaN code, and the
+// random weights above give both kinds of chunk.
+TEST(Fp8GemmTest, SpecialChunkMaskMarksTheChunksWithSpecialCodes) {
+  Weights wt = RandomWeights(100, 320, 31);
+  wt.codes[5 * 320 + 70] = 0x7F;  // a NaN code
+  const PackedFp8Matrix w = Pack(wt);
+  int flagged = 0, clean = 0;
+  for (int64_t p = 0; p < w.n_panels; ++p) {
+    for (int64_t b = 0; b < w.k_blocks(); ++b) {
+      for (int s = 0; s < 8; ++s) {
+        for (int g = 0; g < 4; ++g) {
+          bool special = false;
+          for (int r = 0; r < 16; ++r) {
+            const int64_t row = p * kFp8PanelRows + g * 16 + r;
+            for (int kk = 0; kk < 4; ++kk) {
+              const uint8_t c = row < wt.n ? wt.codes[row * wt.k + b * kFp8BlockK + s * 4 + kk] : 0;
+              special |= (c & 0x78) == 0 || (c & 0x7F) == 0x7F;
+            }
+          }
+          const bool bit = (w.PanelSpecialChunks(p)[b] >> (s * 4 + g)) & 1u;
+          ASSERT_EQ(bit, special) << "panel " << p << " block " << b << " chunk " << s * 4 + g;
+          (special ? flagged : clean) += 1;
+        }
+      }
+    }
+  }
+  EXPECT_GT(clean, 100);
+  EXPECT_GT(flagged, 100);
+}
+
+// Each of the 256 codes alone among normal codes: its chunk takes the affine decode when the code
+// is normal and the LUT when it is special; the GEMV gives the reference's bits (NaN for NaN).
+TEST(Fp8GemmTest, EveryCodeAloneInANormalChunk) {
+  ThreadPool pool(1);
+  const int64_t n = 64, k = 32;
+  for (int code = 0; code < 256; ++code) {
+    Weights wt = RandomWeights(n, k, 7, 120, 124);
+    for (auto& c : wt.codes) c = 0x38 | (c & 0x87);  // ±(1 + m/8): normal
+    const int64_t row = code % n, col = (code * 7) % k;
+    wt.codes[row * k + col] = static_cast<uint8_t>(code);
+    const PackedFp8Matrix w = Pack(wt);
+    const std::vector<uint16_t> xq = Quantize(RandomActs(1, k, 100 + code), 1, k);
+    std::vector<float> ref(n);
+    Fp8GemmRefQuantized(xq.data(), 1, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+    for (PathId path : AvailablePaths()) {
+      if (path == PathId::kAvx2) continue;  // decodes finite codes only (nan_codes)
+      SCOPED_TRACE(testing::Message() << PathName(path) << " code 0x" << std::hex << code);
+      std::vector<float> f32;
+      std::vector<uint16_t> bf16;
+      RunPath(path, xq, 1, w, pool, &f32, &bf16);
+      for (int64_t i = 0; i < n; ++i) {
+        if (std::isnan(ref[i]) || std::isnan(f32[i])) {
+          ASSERT_TRUE(std::isnan(ref[i]) && std::isnan(f32[i])) << "row " << i << " got " << f32[i];
+        } else {
+          ASSERT_EQ(Bits(ref[i]), Bits(f32[i])) << "row " << i;
+        }
+      }
+    }
   }
 }
 

@@ -19,6 +19,10 @@
 //          the AVX-512 decode (vpermi2b LUT + unpack lo/hi) yields two registers of 16 rows x one
 //          k-pair; rows >= N are zero codes.
 //   scales [n_panels][K/32][2] fp32: the tile scale of each 32-row half of the panel.
+//   special_chunks [n_panels][K/32] uint32: bit s·4 + g set when that chunk holds a code with
+//          exponent field 0 (±0, subnormals) or a NaN code. The AVX-512 GEMV decodes every other
+//          chunk with two affine byte transforms and decodes these with the LUT
+//          (fp8_decode_avx512.h); about 0.5% of the chunks of a Gaussian tile.
 // Threads split the N panels, never K.
 #pragma once
 
@@ -42,6 +46,7 @@ struct PackedFp8Matrix {
   int64_t n_panels = 0;  // ceil(n / 64)
   AlignedBuffer<uint8_t> codes;
   AlignedBuffer<float> scales;
+  AlignedBuffer<uint32_t> special_chunks;
   // Some code is a NaN (0x7F / 0xFF). Checkpoints never hold one; the AVX2 kernels decode only
   // finite codes and send such a matrix to the scalar path.
   bool nan_codes = false;
@@ -51,9 +56,14 @@ struct PackedFp8Matrix {
     return codes.data() + p * k_blocks() * kFp8BlockBytes;
   }
   const float* PanelScales(int64_t p) const { return scales.data() + p * k_blocks() * 2; }
-  // Bytes a full pass reads: codes + scales.
+  const uint32_t* PanelSpecialChunks(int64_t p) const {
+    return special_chunks.data() + p * k_blocks();
+  }
+  // Bytes a full pass of the GEMV reads: codes, scales and special-chunk masks.
   int64_t StreamBytes() const {
-    return n_panels * k_blocks() * (kFp8BlockBytes + 2 * static_cast<int64_t>(sizeof(float)));
+    return n_panels * k_blocks() *
+           (kFp8BlockBytes + 2 * static_cast<int64_t>(sizeof(float)) +
+            static_cast<int64_t>(sizeof(uint32_t)));
   }
 };
 

@@ -26,6 +26,10 @@ inline constexpr int64_t kGemvMaxRows = 64;
 // unpacklo/hi of the decoded low/high bf16 bytes give (16 rows x pair (0,1)) and (pair (2,3)).
 inline int ChunkPos(int r, int kk) { return (r / 4) * 16 + (kk / 2) * 8 + (r % 4) * 2 + (kk % 2); }
 
+// A code the affine decode does not cover (fp8_decode_avx512.h): exponent field 0 (±0 and the
+// subnormals) or NaN (0x7F / 0xFF). Its chunk is flagged in PackedFp8Matrix::special_chunks.
+inline bool IsSpecialCode(uint8_t code) { return (code & 0x78) == 0 || (code & 0x7F) == 0x7F; }
+
 // Which AVX-512 algorithm to run (tests force each one; production uses kAuto).
 enum class Avx512Path { kAuto, kGemv, kGemm };
 

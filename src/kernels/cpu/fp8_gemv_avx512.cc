@@ -1,14 +1,14 @@
 // FP8 GEMV (m = 1) and GEMV-M (m <= 8 per pass) over the repacked panel layout, AVX-512 BF16.
 //
-// Per panel (64 rows) and K block: each 64-byte chunk is decoded once (fp8_decode_avx512.h) and
-// multiplied into M rows' accumulators with `vdpbf16ps` against broadcast activation pairs. The
-// per-block sums are folded into fp32 totals with one FMA by the 32-row tile scale (fp8_gemm.h).
-// Independent accumulator chains (vdpbf16ps: latency 6, 2 per cycle) come from rows (M), 16-row
-// groups (G) and, for m = 1, two K blocks in flight (NB); the order per output never changes.
-// Each thread streams its contiguous panels front to back; a software prefetch of every line,
-// kPrefetchBytes ahead, keeps the DRAM stream full: in one burst per block pair, or one line per
-// chunk consumed (plus one into L2 further ahead), as StreamPrefetchStyle() says for this CPU
-// (core/cpu_features.h).
+// Per panel (64 rows) and K block: each 64-byte chunk is decoded once (fp8_decode_avx512.h: the
+// affine decode, or the LUT for the chunks PackedFp8Matrix::special_chunks flags) and multiplied
+// into M rows' accumulators with `vdpbf16ps` against broadcast activation pairs. The per-block sums
+// are folded into fp32 totals with one FMA by the 32-row tile scale (fp8_gemm.h). Independent
+// accumulator chains (vdpbf16ps: latency 6, 2 per cycle) come from rows (M), 16-row groups (G) and,
+// for m = 1, two K blocks in flight (NB); the order per output never changes. Each thread streams
+// its contiguous panels front to back; a software prefetch of every line, kPrefetchBytes ahead,
+// keeps the DRAM stream full: in one burst per block pair, or one line per chunk consumed (plus one
+// into L2 further ahead), as StreamPrefetchStyle() says for this CPU (core/cpu_features.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,12 +27,17 @@ constexpr int64_t kPrefetchBytes = 8192;
 constexpr int64_t kL2PrefetchBytes = 32768;
 constexpr int kRowsPerPass = 8;
 
+struct Decoders {
+  E4m3Lut lut;
+  E4m3Affine affine;
+};
+
 // Blocks [b, b + NB) of one panel for groups processed G at a time.
-// blk: codes of block b; sc: scales of block b ([NB][2]); xp: pairs of block b, [16·NB][M];
-// tot: [M][64] fp32 totals, updated in block order.
+// blk: codes of block b; sc: scales of block b ([NB][2]); sp: special-chunk masks of block b
+// ([NB]); xp: pairs of block b, [16·NB][M]; tot: [M][64] fp32 totals, updated in block order.
 template <int M, int G, int NB>
-inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, const uint32_t* xp,
-                       float* tot, bool burst) {
+inline void GemvBlocks(const Decoders& dec, const uint8_t* blk, const float* sc, const uint32_t* sp,
+                       const uint32_t* xp, float* tot, bool burst) {
   // kBurst: all lines of the NB blocks, kPrefetchBytes ahead, before their compute (Zen 5: 72% ->
   // 96% of the paired read at M = 1 against the spread form, which interleaves two streams 2 KiB
   // apart when NB = 2). kSpread: as each chunk is loaded, its line kPrefetchBytes ahead into L1
@@ -58,7 +63,12 @@ inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, 
             _mm_prefetch(reinterpret_cast<const char*>(ptr + kL2PrefetchBytes), _MM_HINT_T1);
           }
           __m512i r0, r1;
-          DecodeChunk(lut, _mm512_load_si512(ptr), r0, r1);
+          const __m512i codes = _mm512_load_si512(ptr);
+          if (__builtin_expect((sp[nb] >> (s * 4 + h0 + gi)) & 1u, 0)) {
+            DecodeChunk(dec.lut, codes, r0, r1);
+          } else {
+            DecodeChunkAffine(dec.affine, codes, r0, r1);
+          }
           for (int i = 0; i < M; ++i) {
             acc[nb][i][gi] = Dp(acc[nb][i][gi], r0, _mm512_set1_epi32(static_cast<int>(xs[i])));
             acc[nb][i][gi] = Dp(acc[nb][i][gi], r1, _mm512_set1_epi32(static_cast<int>(xs[M + i])));
@@ -80,20 +90,23 @@ inline void GemvBlocks(const E4m3Lut& lut, const uint8_t* blk, const float* sc, 
 
 // One panel over all K blocks for M rows. xp: [K/2][M] pairs. tot: [M][64].
 template <int M, int G, int NB>
-void GemvPanel(const uint8_t* codes, const float* sc, int64_t kb, const uint32_t* xp, float* tot,
-               bool burst) {
-  const E4m3Lut lut = LoadE4m3Lut();
+void GemvPanel(const uint8_t* codes, const float* sc, const uint32_t* sp, int64_t kb,
+               const uint32_t* xp, float* tot, bool burst) {
+  const Decoders dec{LoadE4m3Lut(), LoadE4m3Affine()};
   for (int i = 0; i < M * kFp8PanelRows; i += 16) _mm512_store_ps(tot + i, _mm512_setzero_ps());
   int64_t b = 0;
   for (; b + NB <= kb; b += NB) {
-    GemvBlocks<M, G, NB>(lut, codes + b * kFp8BlockBytes, sc + b * 2, xp + b * 16 * M, tot, burst);
+    GemvBlocks<M, G, NB>(dec, codes + b * kFp8BlockBytes, sc + b * 2, sp + b, xp + b * 16 * M, tot,
+                         burst);
   }
   for (; b < kb; ++b) {
-    GemvBlocks<M, G, 1>(lut, codes + b * kFp8BlockBytes, sc + b * 2, xp + b * 16 * M, tot, burst);
+    GemvBlocks<M, G, 1>(dec, codes + b * kFp8BlockBytes, sc + b * 2, sp + b, xp + b * 16 * M, tot,
+                        burst);
   }
 }
 
-using GemvPanelFn = void (*)(const uint8_t*, const float*, int64_t, const uint32_t*, float*, bool);
+using GemvPanelFn = void (*)(const uint8_t*, const float*, const uint32_t*, int64_t,
+                             const uint32_t*, float*, bool);
 
 // Accumulator chains per configuration: NB·M·G (8 to 16).
 constexpr GemvPanelFn kGemvPanel[kRowsPerPass + 1] = {
@@ -121,7 +134,8 @@ void Fp8GemvPanelsAvx512(const uint32_t* xp, int64_t m, const PackedFp8Matrix& w
     // Row chunks innermost: the panel (64·K bytes) stays in L2 for the chunks after the first.
     for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
       const int64_t mc = std::min<int64_t>(kRowsPerPass, m - r0);
-      kGemvPanel[mc](w.PanelCodes(p), w.PanelScales(p), kb, xp + r0 * pairs, tot, burst);
+      kGemvPanel[mc](w.PanelCodes(p), w.PanelScales(p), w.PanelSpecialChunks(p), kb,
+                     xp + r0 * pairs, tot, burst);
       for (int64_t i = 0; i < mc; ++i) {
         for (int g = 0; g < 4; ++g) {
           const int64_t count = n_valid - g * 16;

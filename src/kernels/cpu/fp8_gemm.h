@@ -16,8 +16,8 @@
 // Weights are repacked once at load time (PackFp8Matrix) into the layout the kernels stream:
 //   codes  [n_panels = ceil(N/64)][K/32 blocks][8 steps][4 groups][64 B]
 //          one 64-byte chunk = 16 rows (of the group) x 4 k (of the step), bytes permuted so that
-//          the AVX-512 decode (vpermi2b LUT + unpack lo/hi) yields two registers of 16 rows x one
-//          k-pair; rows >= N are zero codes.
+//          the AVX-512 decode (affine or LUT, then unpack lo/hi) yields two registers of 16 rows x
+//          one k-pair; rows >= N are zero codes.
 //   scales [n_panels][K/32][2] fp32: the tile scale of each 32-row half of the panel.
 //   special_chunks [n_panels][K/32] uint32: bit s·4 + g set when that chunk holds a code with
 //          exponent field 0 (±0, subnormals) or a NaN code. The AVX-512 GEMV decodes every other

@@ -9,10 +9,12 @@ namespace deepinfer {
 void* AllocateLarge(size_t bytes) {
   const size_t rounded = (bytes + 63) / 64 * 64;
   if (bytes < kHugePageBytes) return std::aligned_alloc(64, rounded > 0 ? rounded : 64);
-  void* p = std::aligned_alloc(kHugePageBytes, rounded);
+  // posix_memalign, not aligned_alloc: the size need not be a multiple of the alignment.
+  void* p = nullptr;
+  if (::posix_memalign(&p, kHugePageBytes, rounded) != 0) return nullptr;
   // Only the whole huge pages: the tail stays on small pages, so no allocation holds more memory
   // than it asked for. A hint; a refusal changes nothing.
-  if (p != nullptr) ::madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  ::madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
   return p;
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 
 namespace deepinfer {
 
@@ -21,5 +22,10 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // and its whole huge pages advised MADV_HUGEPAGE. Release with std::free. nullptr when out of
 // memory.
 void* AllocateLarge(size_t bytes);
+
+// The deleter of a std::unique_ptr that owns AllocateLarge memory.
+struct FreeLarge {
+  void operator()(void* p) const { std::free(p); }
+};
 
 }  // namespace deepinfer

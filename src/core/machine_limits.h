@@ -7,9 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <vector>
+
+#include "core/huge_pages.h"
 
 namespace deepinfer {
 
@@ -42,11 +43,8 @@ class ReadBandwidthProbe {
   size_t slice_bytes_;
   size_t n_slices_;
   size_t next_ = 0;
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> buffer_;  // slice_bytes_ * n_slices_, on huge pages as the weights
-                                           // are (core/huge_pages.h)
+  // slice_bytes_ * n_slices_, on huge pages as the weights are (AllocateLarge).
+  std::unique_ptr<uint8_t, FreeLarge> buffer_;
   std::vector<uint64_t> sink_;
 };
 

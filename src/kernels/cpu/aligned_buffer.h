@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <new>
 
@@ -38,10 +37,7 @@ class AlignedBuffer {
   const T& operator[](size_t i) const { return data_.get()[i]; }
 
  private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> data_;
+  std::unique_ptr<T, FreeLarge> data_;
   size_t size_ = 0;
 };
 

@@ -39,6 +39,7 @@
 
 #include "core/cpu_features.h"
 #include "core/dtype.h"
+#include "core/huge_pages.h"
 #include "core/status.h"
 
 namespace deepinfer {
@@ -91,10 +92,7 @@ class PackedMxfp4Matrix {
   size_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t[], Free> buffer_;
+  std::unique_ptr<uint8_t[], FreeLarge> buffer_;  // from AllocateLarge
   size_t bytes_ = 0;
   PackedMxfp4View view_;
 };

@@ -1,5 +1,4 @@
 // Load-time repack of MXFP4 matrices into the panel layout described in mxfp4_gemm.h.
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -70,8 +69,6 @@ Status PackMxfp4Into(std::span<const Mxfp4Source> parts, int64_t k, uint8_t* dst
   }
   return Status::Ok();
 }
-
-void PackedMxfp4Matrix::Free::operator()(uint8_t* p) const { std::free(p); }
 
 StatusOr<PackedMxfp4Matrix> PackedMxfp4Matrix::Pack(std::span<const Mxfp4Source> parts, int64_t k) {
   int64_t n = 0;

@@ -18,9 +18,9 @@ namespace deepinfer {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// `bytes` of uninitialised memory, 64-byte aligned; from kHugePageBytes up, aligned to a huge page
-// and its whole huge pages advised MADV_HUGEPAGE. Release with std::free. nullptr when out of
-// memory.
+// `bytes` of uninitialised memory rounded up to whole 64-byte lines (0 gives one line), 64-byte
+// aligned; from kHugePageBytes up, aligned to a huge page and its whole huge pages advised
+// MADV_HUGEPAGE. Release with std::free (FreeLarge). nullptr when out of memory.
 void* AllocateLarge(size_t bytes);
 
 // The deleter of a std::unique_ptr that owns AllocateLarge memory.

@@ -15,16 +15,13 @@ namespace deepinfer::kernels {
 template <typename T>
 class AlignedBuffer {
  public:
-  static constexpr size_t kAlign = 64;
-
   AlignedBuffer() = default;
   explicit AlignedBuffer(size_t n) { EnsureSize(n); }
 
   // Makes room for at least n elements; old contents are not kept when it reallocates.
   void EnsureSize(size_t n) {
     if (n <= size_) return;
-    const size_t bytes = (n * sizeof(T) + kAlign - 1) / kAlign * kAlign;
-    void* p = AllocateLarge(bytes);
+    void* p = AllocateLarge(n * sizeof(T));  // 64-byte aligned, rounded up to whole lines
     if (p == nullptr) throw std::bad_alloc();
     data_.reset(static_cast<T*>(p));
     size_ = n;

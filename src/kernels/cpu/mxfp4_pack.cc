@@ -79,7 +79,7 @@ StatusOr<PackedMxfp4Matrix> PackedMxfp4Matrix::Pack(std::span<const Mxfp4Source>
   }
   PackedMxfp4Matrix m;
   m.bytes_ = PackedMxfp4Bytes(n, k);
-  m.buffer_.reset(static_cast<uint8_t*>(AllocateLarge(m.bytes_ > 0 ? m.bytes_ : 64)));
+  m.buffer_.reset(static_cast<uint8_t*>(AllocateLarge(m.bytes_)));
   if (!m.buffer_) return Internal("MXFP4 pack: out of memory");
   DI_RETURN_IF_ERROR(PackMxfp4Into(parts, k, m.buffer_.get()));
   m.view_ = PackedMxfp4View{m.buffer_.get(), n, k};

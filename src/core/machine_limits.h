@@ -23,7 +23,8 @@ size_t BeyondCacheBytes();
 
 // Reads equal-size slices of a random buffer larger than any cache, one slice per call, on every
 // thread of `pool` (each thread reads a contiguous range), rotating through the slices so that no
-// read finds its data in cache. Random bytes, because zero pages read ~30% faster in these VMs.
+// read finds its data in cache. Pseudo-random bytes, because zero pages read ~30% faster in these
+// VMs.
 class ReadBandwidthProbe {
  public:
   // bytes_per_read: the bytes one ReadSlice() streams (rounded up to 4 KiB); the buffer holds at

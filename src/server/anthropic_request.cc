@@ -137,7 +137,8 @@ StatusOr<Json> ConvertTools(const Json& body) {
 
 }  // namespace
 
-StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only) {
+StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only,
+                                             const engine::SamplingParams& defaults) {
   ChatRequest r;
   if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
     if (!it->is_string()) return InvalidArgument("model must be a string");
@@ -215,7 +216,7 @@ StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only) 
       (sampling["temperature"].get<double>() < 0 || sampling["temperature"].get<double>() > 1)) {
     return InvalidArgument("temperature must be in [0, 1]");
   }
-  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, defaults));
   return r;
 }
 

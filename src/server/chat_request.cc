@@ -205,7 +205,7 @@ StatusOr<Json> ParseBody(std::string_view body) {
   return j;
 }
 
-StatusOr<ChatRequest> ParseOpenAiChat(const Json& body) {
+StatusOr<ChatRequest> ParseOpenAiChat(const Json& body, const engine::SamplingParams& defaults) {
   ChatRequest r;
   DI_ASSIGN_OR_RETURN(r.model, OptionalModel(body));
   DI_ASSIGN_OR_RETURN(r.messages, ReadMessages(body));
@@ -233,11 +233,12 @@ StatusOr<ChatRequest> ParseOpenAiChat(const Json& body) {
       !sampling["logprobs"].is_boolean()) {
     return InvalidArgument("logprobs must be a boolean");
   }
-  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, defaults));
   return r;
 }
 
-StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body) {
+StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body,
+                                                  const engine::SamplingParams& defaults) {
   CompletionRequest r;
   DI_ASSIGN_OR_RETURN(r.model, OptionalModel(body));
   DI_ASSIGN_OR_RETURN(r.stream, OptionalBool(body, "stream", false));
@@ -277,13 +278,14 @@ StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body) {
       body, {"max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n", "stop",
              "stop_token_ids", "ignore_eos", "min_tokens", "presence_penalty", "frequency_penalty",
              "repetition_penalty", "logit_bias", "logprobs", "prompt_logprobs"});
-  if (!sampling.contains("max_tokens") || sampling["max_tokens"].is_null()) {
+  if ((!sampling.contains("max_tokens") || sampling["max_tokens"].is_null()) &&
+      !defaults.max_tokens) {
     sampling["max_tokens"] = 16;
   }
   if (sampling.contains("logprobs") && sampling["logprobs"].is_boolean()) {
     return InvalidArgument("logprobs must be an integer (0..20) in the completions API");
   }
-  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, defaults));
   return r;
 }
 

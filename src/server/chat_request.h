@@ -50,15 +50,22 @@ struct CompletionRequest {  // NOLINT(bugprone-exception-escape): as ChatRequest
 // Parses JSON text with a nesting bound; errors are InvalidArgument ("malformed JSON: …").
 StatusOr<nlohmann::ordered_json> ParseBody(std::string_view body);
 
+// The three parsers start every request's sampling from `defaults` (the served model's
+// generation_config.json, api/generation_config.h; the engine's defaults when none): a field the
+// body gives replaces it.
+//
 // POST /v1/chat/completions. Errors: InvalidArgument (wrong types, invalid values),
 // Unimplemented (prompt_logprobs) → 400. Structured-output fields are only
 // collected (ChatRequest::constraint); the handler compiles them.
-StatusOr<ChatRequest> ParseOpenAiChat(const nlohmann::ordered_json& body);
+StatusOr<ChatRequest> ParseOpenAiChat(const nlohmann::ordered_json& body,
+                                      const engine::SamplingParams& defaults = {});
 // POST /v1/completions (prompt: a string, a token list, or a one-element list of either;
-// max_tokens defaults to 16 as in the OpenAI API).
-StatusOr<CompletionRequest> ParseOpenAiCompletion(const nlohmann::ordered_json& body);
+// max_tokens defaults to the model's max_new_tokens, else to 16 as in the OpenAI API).
+StatusOr<CompletionRequest> ParseOpenAiCompletion(const nlohmann::ordered_json& body,
+                                                  const engine::SamplingParams& defaults = {});
 // POST /v1/messages and /v1/messages/count_tokens (count_only: max_tokens not required).
-StatusOr<ChatRequest> ParseAnthropicMessages(const nlohmann::ordered_json& body, bool count_only);
+StatusOr<ChatRequest> ParseAnthropicMessages(const nlohmann::ordered_json& body, bool count_only,
+                                             const engine::SamplingParams& defaults = {});
 
 // A forced tool call (OpenAI tool_choice "required" or a named function, Anthropic "any" /
 // "tool"): sets request->constraint to {"tool_calls": {"functions": "<JSON text of the function

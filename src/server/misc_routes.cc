@@ -29,7 +29,7 @@ net::awaitable<void> HandleTokenize(ServerContext& ctx, Exchange& ex) {
   std::string text;
   bool add_special = true;
   if (body->contains("messages")) {
-    StatusOr<ChatRequest> req = ParseOpenAiChat(*body);
+    StatusOr<ChatRequest> req = ParseOpenAiChat(*body, ctx.sampling_defaults);
     if (!req.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(req.status()));
     StatusOr<std::string> prompt = RenderChatPrompt(*req);
     if (!prompt.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(prompt.status()));

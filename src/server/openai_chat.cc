@@ -190,7 +190,7 @@ net::awaitable<void> HandleChatCompletions(ServerContext& ctx, Exchange& ex) {
   const ApiStyle style = ApiStyle::kOpenAi;
   StatusOr<nlohmann::ordered_json> body = ParseBody(ex.request().body());
   if (!body.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(body.status()));
-  StatusOr<ChatRequest> req = ParseOpenAiChat(*body);
+  StatusOr<ChatRequest> req = ParseOpenAiChat(*body, ctx.sampling_defaults);
   if (!req.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(req.status()));
   if (auto e = CheckModel(ctx, req->model)) co_return co_await ex.SendError(style, *e);
   StatusOr<std::string> prompt = RenderChatPrompt(*req);

@@ -125,7 +125,7 @@ net::awaitable<void> HandleCompletions(ServerContext& ctx, Exchange& ex) {
   const ApiStyle style = ApiStyle::kOpenAi;
   StatusOr<nlohmann::ordered_json> body = ParseBody(ex.request().body());
   if (!body.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(body.status()));
-  StatusOr<CompletionRequest> req = ParseOpenAiCompletion(*body);
+  StatusOr<CompletionRequest> req = ParseOpenAiCompletion(*body, ctx.sampling_defaults);
   if (!req.ok()) co_return co_await ex.SendError(style, ErrorFromStatus(req.status()));
   if (auto e = CheckModel(ctx, req->model)) co_return co_await ex.SendError(style, *e);
   GenerationInput input;

@@ -22,6 +22,9 @@ struct ServerContext {
   int64_t vocab_size = 0;
   int32_t eos_id = 1;
   int64_t created = 0;  // unix time of the start
+  // Where each request's sampling starts: the served model's generation_config.json
+  // (api/generation_config.h, `serve --generation-config`), else the engine's defaults.
+  engine::SamplingParams sampling_defaults;
   // Compiles the structured-output fields of a request (ChatRequest::constraint) over the
   // model's vocabulary; null = no grammar support (such requests get 400). Used on the I/O
   // thread only.

@@ -1,5 +1,6 @@
 // `deepinfer serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key KEY]
-//  [--served-model-name NAME] [engine flags]`: the OpenAI- and Anthropic-compatible HTTP server
+//  [--served-model-name NAME] [--generation-config auto|off|PATH] [engine flags]`: the OpenAI- and
+//  Anthropic-compatible HTTP server
 // (docs/server.md). Binds loopback by default; --api-key or DEEPINFER_API_KEY turns on Bearer
 // auth for every route but /health. SIGINT / SIGTERM drain in-flight requests and exit 0.
 #include <CLI/CLI.hpp>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "api/generation_config.h"
 #include "dist/expert_exchange_mpi.h"
 #include "dist/mpi_world.h"
 #include "server/engine_loop.h"
@@ -43,7 +45,31 @@ struct ServeArgs {
   std::string role = "both";
   std::string pd_host;  // default: --host
   int pd_port = -1;     // KV hand-off listener; -1 = none (decode: any free port)
+  std::string generation_config = "auto";  // auto | off | a file or folder
 };
+
+// The sampling defaults --generation-config names: auto = the model folder's
+// generation_config.json when it has one, off = the engine's own, else a file or a folder
+// holding one (which must exist). Says at start-up which it uses.
+StatusOr<engine::SamplingParams> SamplingDefaults(const ServeArgs& a) {
+  if (a.generation_config == "off") return engine::SamplingParams{};
+  const bool automatic = a.generation_config == "auto";
+  StatusOr<api::GenerationDefaults> d =
+      api::LoadGenerationConfig(automatic ? a.model_dir : a.generation_config);
+  if (!d.ok()) {
+    if (automatic && d.status().code() == StatusCode::kNotFound) return engine::SamplingParams{};
+    return d.status();
+  }
+  if (!d->summary.empty()) {
+    std::fprintf(
+        stderr,
+        "deepinfer serve: sampling defaults from %s: %s (a request's own fields take "
+        "precedence; --generation-config off ignores them)\n",
+        (automatic ? a.model_dir + "/" + api::kGenerationConfigFile : a.generation_config).c_str(),
+        d->summary.c_str());
+  }
+  return d->params;
+}
 
 // The KV hand-off endpoint of a --role prefill|decode instance (or both with --pd-port);
 // null for a plain instance.
@@ -174,6 +200,7 @@ Status RunServe(ServeArgs& a) {
   }
   DI_ASSIGN_OR_RETURN(a.server.max_body_bytes, ParseBytes(a.max_body));
   DescribeModel(a.model_dir);
+  DI_ASSIGN_OR_RETURN(const engine::SamplingParams sampling_defaults, SamplingDefaults(a));
   std::fprintf(stderr, "deepinfer serve: loading %s\n", a.model_dir.c_str());
   DI_ASSIGN_OR_RETURN(LoadedEngine e, LoadEngine(a.model_dir, a.tokenizer_dir, a.engine));
   DI_ASSIGN_OR_RETURN(const std::string fingerprint, InstanceFingerprint(a.model_dir, e, a.engine));
@@ -237,6 +264,7 @@ Status RunServe(ServeArgs& a) {
   ctx.vocab_size = e.runner->vocab_size();
   ctx.eos_id = e.runner->eos_token_id();
   ctx.created = static_cast<int64_t>(std::time(nullptr));
+  ctx.sampling_defaults = sampling_defaults;
   ctx.structured = e.structured.get();  // null: requests with structured outputs get 400
   ctx.fingerprint = fingerprint;
   ctx.role = a.role;
@@ -295,6 +323,11 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   cmd->add_option("--pd-host", a->pd_host, "address of the KV hand-off listener (default --host)");
   cmd->add_option("--pd-port", a->pd_port,
                   "port of the KV hand-off listener (UCX; decode default: any free port)");
+  cmd->add_option("--generation-config", a->generation_config,
+                  "sampling defaults for the fields a request leaves out: auto (the model "
+                  "folder's generation_config.json, if any), off (the engine's), or a "
+                  "generation_config.json / a folder holding one")
+      ->capture_default_str();
   AddEngineFlags(cmd, &a->engine);
   cmd->callback([a, exit_code] {
     const Status s = RunServe(*a);

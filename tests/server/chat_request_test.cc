@@ -241,6 +241,49 @@ TEST(AnthropicMessagesTest, ThinkingOfTheWrongTypeIsABadRequest) {
   }
 }
 
+// A served model's sampling defaults (generation_config.json) fill what a body leaves out, in
+// all three APIs; the body's own fields win.
+TEST(SamplingDefaultsTest, AllThreeParsersStartFromTheModelsDefaults) {
+  engine::SamplingParams defaults;
+  defaults.temperature = 0.6f;
+  defaults.top_p = 0.95f;
+  defaults.max_tokens = 48;
+  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
+  auto chat = ParseOpenAiChat(Body("{" + msgs + "}"), defaults);
+  ASSERT_TRUE(chat.ok()) << chat.status().message();
+  EXPECT_FLOAT_EQ(chat->params.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(chat->params.top_p, 0.95f);
+  EXPECT_EQ(chat->params.max_tokens, 48);
+  auto own = ParseOpenAiChat(
+      Body("{" + msgs + R"(, "temperature": 0, "max_completion_tokens": 7})"), defaults);
+  ASSERT_TRUE(own.ok());
+  EXPECT_FLOAT_EQ(own->params.temperature, 0.0f);
+  EXPECT_EQ(own->params.max_tokens, 7);
+  EXPECT_FLOAT_EQ(own->params.top_p, 0.95f);
+  // Completions: the model's max_new_tokens replaces the API's 16; without one, 16 stays.
+  auto completion = ParseOpenAiCompletion(Body(R"({"prompt": "a"})"), defaults);
+  ASSERT_TRUE(completion.ok());
+  EXPECT_EQ(completion->params.max_tokens, 48);
+  EXPECT_FLOAT_EQ(completion->params.temperature, 0.6f);
+  engine::SamplingParams no_length = defaults;
+  no_length.max_tokens.reset();
+  auto sixteen = ParseOpenAiCompletion(Body(R"({"prompt": "a"})"), no_length);
+  ASSERT_TRUE(sixteen.ok());
+  EXPECT_EQ(sixteen->params.max_tokens, 16);
+  // Anthropic: max_tokens is the body's (required); temperature and top_p come from the model.
+  auto messages = ParseAnthropicMessages(Body("{" + msgs + R"(, "max_tokens": 9})"),
+                                         /*count_only=*/false, defaults);
+  ASSERT_TRUE(messages.ok()) << messages.status().message();
+  EXPECT_EQ(messages->params.max_tokens, 9);
+  EXPECT_FLOAT_EQ(messages->params.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(messages->params.top_p, 0.95f);
+  // Without defaults the engine's own apply (temperature 1, as the OpenAI API's).
+  auto plain = ParseOpenAiChat(Body("{" + msgs + "}"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FLOAT_EQ(plain->params.temperature, 1.0f);
+  EXPECT_FALSE(plain->params.max_tokens.has_value());
+}
+
 TEST(ApiErrorTest, FormatsOfBothFamilies) {
   ApiError e = BadRequest("bad", "messages");
   nlohmann::json o = ErrorBody(ApiStyle::kOpenAi, e);

@@ -10,7 +10,7 @@ add_test(NAME server.default_model
                  ${DEEPINFER_TEST_MODEL_DIR})
 set_tests_properties(server.default_model PROPERTIES LABELS server FIXTURES_SETUP server_model
                      TIMEOUT 300)
-foreach(name openai_api anthropic_api operations load determinism)
+foreach(name openai_api anthropic_api operations load determinism generation_config)
   if(DEEPINFER_NODE)
     add_test(NAME server.${name}
              COMMAND ${DEEPINFER_NODE} --expose-gc --test-reporter=spec

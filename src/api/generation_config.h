@@ -4,7 +4,8 @@
 // always wins.
 //
 // Read keys (the sampling ones vLLM reads): temperature, top_p, top_k, min_p,
-// repetition_penalty, and max_new_tokens (the default max_tokens). Every other key (bos_token_id,
+// repetition_penalty, and max_new_tokens (the default max_tokens; the server cuts it to the
+// context a prompt leaves: server/chat_request.h). Every other key (bos_token_id,
 // eos_token_id, do_sample, transformers_version, ...) is ignored, do_sample included (as vLLM
 // does: temperature 0 is how a model asks for greedy decoding). Values are checked as a
 // request's are (api/sampling_params_json.h); a bad one is an InvalidArgument naming the file.

@@ -216,7 +216,7 @@ StatusOr<ChatRequest> ParseAnthropicMessages(const Json& body, bool count_only,
       (sampling["temperature"].get<double>() < 0 || sampling["temperature"].get<double>() > 1)) {
     return InvalidArgument("temperature must be in [0, 1]");
   }
-  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, defaults));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, SamplingBase(defaults)));
   return r;
 }
 

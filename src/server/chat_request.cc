@@ -205,6 +205,12 @@ StatusOr<Json> ParseBody(std::string_view body) {
   return j;
 }
 
+engine::SamplingParams SamplingBase(const engine::SamplingParams& defaults) {
+  engine::SamplingParams base = defaults;
+  base.max_tokens.reset();
+  return base;
+}
+
 StatusOr<ChatRequest> ParseOpenAiChat(const Json& body, const engine::SamplingParams& defaults) {
   ChatRequest r;
   DI_ASSIGN_OR_RETURN(r.model, OptionalModel(body));
@@ -233,7 +239,7 @@ StatusOr<ChatRequest> ParseOpenAiChat(const Json& body, const engine::SamplingPa
       !sampling["logprobs"].is_boolean()) {
     return InvalidArgument("logprobs must be a boolean");
   }
-  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, defaults));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, SamplingBase(defaults)));
   return r;
 }
 
@@ -285,7 +291,7 @@ StatusOr<CompletionRequest> ParseOpenAiCompletion(const Json& body,
   if (sampling.contains("logprobs") && sampling["logprobs"].is_boolean()) {
     return InvalidArgument("logprobs must be an integer (0..20) in the completions API");
   }
-  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, defaults));
+  DI_ASSIGN_OR_RETURN(r.params, api::SamplingParamsFromJson(sampling, SamplingBase(defaults)));
   return r;
 }
 

@@ -52,7 +52,10 @@ StatusOr<nlohmann::ordered_json> ParseBody(std::string_view body);
 
 // The three parsers start every request's sampling from `defaults` (the served model's
 // generation_config.json, api/generation_config.h; the engine's defaults when none): a field the
-// body gives replaces it.
+// body gives replaces it. All but max_tokens: a request without one keeps it unset, and the
+// session gives it the model's default clamped to what the context leaves after the prompt
+// (GenerationSession::Run), as vLLM does; an explicit max_tokens too large for the context is
+// still an error.
 //
 // POST /v1/chat/completions. Errors: InvalidArgument (wrong types, invalid values),
 // Unimplemented (prompt_logprobs) → 400. Structured-output fields are only
@@ -60,12 +63,16 @@ StatusOr<nlohmann::ordered_json> ParseBody(std::string_view body);
 StatusOr<ChatRequest> ParseOpenAiChat(const nlohmann::ordered_json& body,
                                       const engine::SamplingParams& defaults = {});
 // POST /v1/completions (prompt: a string, a token list, or a one-element list of either;
-// max_tokens defaults to the model's max_new_tokens, else to 16 as in the OpenAI API).
+// max_tokens defaults to the model's max_new_tokens (left unset here, as above), else to 16 as in
+// the OpenAI API).
 StatusOr<CompletionRequest> ParseOpenAiCompletion(const nlohmann::ordered_json& body,
                                                   const engine::SamplingParams& defaults = {});
 // POST /v1/messages and /v1/messages/count_tokens (count_only: max_tokens not required).
 StatusOr<ChatRequest> ParseAnthropicMessages(const nlohmann::ordered_json& body, bool count_only,
                                              const engine::SamplingParams& defaults = {});
+
+// `defaults` less max_tokens: what the parsers start a request's sampling from.
+engine::SamplingParams SamplingBase(const engine::SamplingParams& defaults);
 
 // A forced tool call (OpenAI tool_choice "required" or a named function, Anthropic "any" /
 // "tool"): sets request->constraint to {"tool_calls": {"functions": "<JSON text of the function

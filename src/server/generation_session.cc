@@ -10,6 +10,13 @@
 namespace deepinfer::server {
 
 net::awaitable<void> GenerationSession::Run(GenerationInput input) {
+  // The model's default max_tokens (generation_config.json max_new_tokens) where the request gave
+  // none, within what the context leaves after the prompt (the parsers left it unset).
+  if (!input.params.max_tokens && ctx_.sampling_defaults.max_tokens) {
+    const int64_t room = ctx_.max_context - static_cast<int64_t>(input.prompt.size());
+    input.params.max_tokens =
+        std::max<int64_t>(1, std::min(*ctx_.sampling_defaults.max_tokens, room));
+  }
   if (!ex_.handoff_to().empty()) {
     co_return co_await RunPrefillLeg(ctx_, ex_, style_, std::move(input));
   }

@@ -253,17 +253,19 @@ TEST(SamplingDefaultsTest, AllThreeParsersStartFromTheModelsDefaults) {
   ASSERT_TRUE(chat.ok()) << chat.status().message();
   EXPECT_FLOAT_EQ(chat->params.temperature, 0.6f);
   EXPECT_FLOAT_EQ(chat->params.top_p, 0.95f);
-  EXPECT_EQ(chat->params.max_tokens, 48);
+  // max_tokens stays unset: the session fills in the model's, clamped to the context left.
+  EXPECT_FALSE(chat->params.max_tokens.has_value());
   auto own = ParseOpenAiChat(
       Body("{" + msgs + R"(, "temperature": 0, "max_completion_tokens": 7})"), defaults);
   ASSERT_TRUE(own.ok());
   EXPECT_FLOAT_EQ(own->params.temperature, 0.0f);
   EXPECT_EQ(own->params.max_tokens, 7);
   EXPECT_FLOAT_EQ(own->params.top_p, 0.95f);
-  // Completions: the model's max_new_tokens replaces the API's 16; without one, 16 stays.
+  // Completions: with a model max_new_tokens the API's 16 gives way (left to the session, as
+  // above); without one, 16 stays.
   auto completion = ParseOpenAiCompletion(Body(R"({"prompt": "a"})"), defaults);
   ASSERT_TRUE(completion.ok());
-  EXPECT_EQ(completion->params.max_tokens, 48);
+  EXPECT_FALSE(completion->params.max_tokens.has_value());
   EXPECT_FLOAT_EQ(completion->params.temperature, 0.6f);
   engine::SamplingParams no_length = defaults;
   no_length.max_tokens.reset();

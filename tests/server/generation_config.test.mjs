@@ -45,6 +45,18 @@ test('max_new_tokens is the default max_tokens of chat and completions', async (
   assert.equal(completion.usage.completion_tokens, 3);
 });
 
+test('the default max_tokens is cut to the context the prompt leaves; an explicit one is not', async () => {
+  const models = await (await fetch(server.url + '/v1/models')).json();
+  const context = models.data[0].max_model_len;
+  const prompt = Array.from({length: context - 2}, (_, i) => 1000 + (i % 5000));
+  const fits = await postJson(server.url + '/v1/completions', {model: MODEL_NAME, prompt, ignore_eos: true});
+  assert.equal(fits.status, 200, fits.text);
+  assert.equal(fits.json.usage.completion_tokens, 2);
+  const explicit = await postJson(server.url + '/v1/completions',
+                                  {model: MODEL_NAME, prompt, max_tokens: 3});
+  assert.equal(explicit.status, 400, explicit.text);
+});
+
 test('temperature 0 from the file makes a request without one greedy; its own wins', async () => {
   const greedy = [];
   for (const seed of [1, 2, 3]) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/structured_outputs.h"
+#include "engine/sampling/sampling_params.h"
 #include "server/engine_loop.h"
 #include "server/metrics.h"
 #include "server/pd_handoff.h"

@@ -1,12 +1,11 @@
 #include "api/generation_config.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 
 #include "api/sampling_params_json.h"
+#include "io/json_file.h"
 
 namespace deepinfer::api {
 
@@ -39,13 +38,9 @@ StatusOr<GenerationDefaults> LoadGenerationConfig(const std::string& path) {
   std::error_code ec;
   const std::string file =
       fs::is_directory(path, ec) ? (fs::path(path) / kGenerationConfigFile).string() : path;
-  std::ifstream in(file);
-  if (!in) return NotFound("no generation config at " + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
-  if (config.is_discarded()) return InvalidArgument(file + ": malformed JSON");
-  StatusOr<GenerationDefaults> d = GenerationDefaultsFromJson(config);
+  StatusOr<nlohmann::json> config = io::LoadJsonFile(file);  // errors name the file
+  if (!config.ok()) return config.status();
+  StatusOr<GenerationDefaults> d = GenerationDefaultsFromJson(*config);
   if (!d.ok()) return InvalidArgument(file + ": " + d.status().message());
   return d;
 }

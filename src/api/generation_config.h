@@ -28,7 +28,8 @@ inline constexpr const char* kGenerationConfigFile = "generation_config.json";
 
 StatusOr<GenerationDefaults> GenerationDefaultsFromJson(const nlohmann::json& config);
 
-// `path`: a generation_config.json, or a folder holding one. NotFound when there is none.
+// `path`: a generation_config.json, or a folder holding one, read by io::LoadJsonFile (so a
+// missing file is NotFound and every error names the file).
 StatusOr<GenerationDefaults> LoadGenerationConfig(const std::string& path);
 
 }  // namespace deepinfer::api

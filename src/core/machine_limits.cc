@@ -10,6 +10,7 @@
 
 #include "core/cpu_features.h"
 #include "core/huge_pages.h"
+#include "core/splitmix64.h"
 #include "core/thread_pool.h"
 
 namespace deepinfer {
@@ -144,18 +145,13 @@ ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes_per_read, ThreadPool* pool,
       buffer_(static_cast<uint8_t*>(AllocateLarge(slice_bytes_ * n_slices_))),
       sink_(static_cast<size_t>(pool_->size()) * 8) {
   if (!buffer_) throw std::bad_alloc();
-  // Pseudo-random words (splitmix64 of the index): no page is zero or equal to another, so none
-  // can be the shared zero page or merged with another. Written by every pool thread (one
-  // mt19937 thread took 4.5 s for the 5.3 GB a decode-step probe holds).
+  // Pseudo-random words (SplitMix64 of the index, a bijection): no page is zero or equal to
+  // another, so none can be the shared zero page or merged with another. Written by every pool
+  // thread (one mt19937 thread took 4.5 s for the 5.3 GB a decode-step probe holds).
   auto* words = reinterpret_cast<uint64_t*>(buffer_.get());
   const auto n_words = static_cast<int64_t>(slice_bytes_ * n_slices_ / 8);
   pool_->ParallelFor(n_words, int64_t{1} << 16, [words](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      uint64_t z = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      words[i] = z ^ (z >> 31);
-    }
+    for (int64_t i = b; i < e; ++i) words[i] = SplitMix64(static_cast<uint64_t>(i));
   });
 }
 

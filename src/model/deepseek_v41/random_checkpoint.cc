@@ -13,6 +13,7 @@
 #include "core/bf16.h"
 #include "core/check.h"
 #include "core/e4m3.h"
+#include "core/splitmix64.h"
 #include "core/thread_pool.h"
 #include "core/ue8m0.h"
 #include "io/progress.h"
@@ -24,13 +25,6 @@ namespace deepinfer::model {
 namespace {
 
 // --- random streams ----------------------------------------------------------------------------
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 uint64_t Fnv1a(std::string_view s) {
   uint64_t h = 0xCBF29CE484222325ull;

@@ -6,6 +6,7 @@
 namespace deepinfer::kernels {
 namespace {
 constexpr int64_t kRowSplitMinRows = 8;
+constexpr int64_t kOutputGrain = 4;
 }  // namespace
 
 void RunDenseGemm(const DenseGemmCall& c, ThreadPool* pool,
@@ -30,7 +31,9 @@ void RunDenseGemm(const DenseGemmCall& c, ThreadPool* pool,
       fn(sub, 0, c.n);
     });
   } else {
-    pool->ParallelFor(c.n, 16, [&](int64_t begin, int64_t end) { fn(c, begin, end); });
+    // Ranges in whole 4-output tiles (the widest tile of any level): the 24 hc mixes of one row
+    // split 12 / 12 over two threads, where 16-output ranges gave 16 / 8.
+    pool->ParallelFor(c.n, kOutputGrain, [&](int64_t begin, int64_t end) { fn(c, begin, end); });
   }
 }
 

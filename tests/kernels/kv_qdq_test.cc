@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "core/e4m3.h"
 #include "kernels/cpu/act_quant.h"
 
@@ -82,6 +83,35 @@ TEST(KvQdqTest, Fp4E4m3Block16AgainstBruteForce) {
       ASSERT_EQ(Bf16ToFloat(y[b + i]), RoundToBf16(static_cast<float>(NearestE2m1(v)) * s))
           << b + i;
     }
+  }
+}
+
+// The AVX-512 form against the scalar one, bit for bit: every bf16 code (NaN, inf, zeros,
+// subnormals included) alone in its block (amax = |code|), and beside a block of random
+// magnitudes (the code quantized at another block's scale, or setting it), plus blocks holding a
+// NaN, an infinity or only zeros.
+TEST(KvQdqTest, Fp4Pow2Block32Avx512MatchesScalar) {
+  if (ActiveCpuLevel() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512";
+  std::vector<uint16_t> x;
+  const auto companions = HeavyTailedBf16(31 * 64, 5);
+  for (uint32_t code = 0; code < 65536; ++code) {
+    std::vector<uint16_t> alone(32, 0);
+    alone[code % 32] = static_cast<uint16_t>(code);
+    x.insert(x.end(), alone.begin(), alone.end());
+    const uint16_t* c = companions.data() + (code % 64) * 31;
+    for (int i = 0; i < 32; ++i) x.push_back(i == 7 ? static_cast<uint16_t>(code) : c[i - (i > 7)]);
+  }
+  for (uint16_t special : {uint16_t{0x7FC0}, uint16_t{0xFF81}, uint16_t{0x7F80}, uint16_t{0xFF80},
+                           uint16_t{0x8000}, uint16_t{0x0001}}) {
+    for (int i = 0; i < 32; ++i) x.push_back(i % 5 == 0 ? special : companions[i]);
+  }
+  x.insert(x.end(), 32, uint16_t{0x8000});
+  auto want = x, got = x;
+  Fp4QdqPow2Block32Ref(want.data(), static_cast<int64_t>(want.size()));
+  Fp4QdqPow2Block32Avx512(got.data(), static_cast<int64_t>(got.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(got[i], want[i]) << "element " << i << " of block " << i / 32 << ", input 0x"
+                               << std::hex << x[i];
   }
 }
 

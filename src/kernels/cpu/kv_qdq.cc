@@ -6,6 +6,7 @@
 
 #include "core/bf16.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
 
@@ -13,9 +14,14 @@ namespace deepinfer::kernels {
 
 namespace {
 
+// The largest |x| of the group; NaNs, quiet or signalling, do not count (std::fmax would turn a
+// signalling one into a quiet NaN that the next element then replaces).
 float GroupAmax(const uint16_t* x, int g) {
   float amax = 0.0f;
-  for (int i = 0; i < g; ++i) amax = std::fmax(amax, std::fabs(Bf16ToFloat(x[i])));
+  for (int i = 0; i < g; ++i) {
+    const float a = std::fabs(Bf16ToFloat(x[i]));
+    if (a > amax) amax = a;
+  }
   return amax;
 }
 
@@ -59,6 +65,15 @@ void Fp4QdqE4m3Block16(uint16_t* x, int64_t n) {
 }
 
 void Fp4QdqPow2Block32(uint16_t* x, int64_t n) {
+  CHECK(n % 32 == 0) << "Fp4QdqPow2Block32: n = " << n;
+  if (ActiveCpuLevel() == CpuLevel::kAvx512) {
+    Fp4QdqPow2Block32Avx512(x, n);
+  } else {
+    Fp4QdqPow2Block32Ref(x, n);
+  }
+}
+
+void Fp4QdqPow2Block32Ref(uint16_t* x, int64_t n) {
   CHECK(n % 32 == 0) << "Fp4QdqPow2Block32: n = " << n;
   constexpr float kMinAmax = 6.0f * 0x1p-126f;
   constexpr float kInv6 = 1.0f / 6.0f;

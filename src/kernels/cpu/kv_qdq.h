@@ -13,6 +13,7 @@
 // * Fp4QdqPow2Block32 (index q and k, after RoPE):
 //     s = Pow2Scale(max(amax, 6*2^-126), fp32(1/6)); y = bf16(e2m1(clamp(x / s, -6, 6)) * s)
 // e2m1 rounds to the nearest of {0, .5, 1, 1.5, 2, 3, 4, 6}, ties to the even code (core/e2m1.h).
+// amax is the largest |x| of the group's non-NaN elements.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +25,10 @@ float Pow2Scale(float amax, float inv_max);
 void Fp8QdqBlock32(uint16_t* x, int64_t n);
 void Fp4QdqE4m3Block16(uint16_t* x, int64_t n);
 void Fp4QdqPow2Block32(uint16_t* x, int64_t n);
+
+// The scalar form of Fp4QdqPow2Block32 and its AVX-512 form (bit-identical; only when
+// ActiveCpuLevel() == kAvx512). Fp4QdqPow2Block32 takes the active level's.
+void Fp4QdqPow2Block32Ref(uint16_t* x, int64_t n);
+void Fp4QdqPow2Block32Avx512(uint16_t* x, int64_t n);
 
 }  // namespace deepinfer::kernels

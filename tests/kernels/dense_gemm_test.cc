@@ -91,6 +91,35 @@ TEST(GemmBf16, AllLevelsBitIdenticalToReference) {
   }
 }
 
+// Issue 27's batch invariance for the bf16 GEMM (the head), row count by row count: every M in
+// 1..64 (the GEMV tiles, the batched tiles from 8 rows, the row split) on every level, without a
+// pool and with two threads; a call's rows (at an offset that moves with M) get the reference's
+// bits for them in a 64-row batch.
+TEST(GemmBf16, EveryRowCountOneToSixtyFourOnEveryLevel) {
+  const int64_t n = 53, k = 300, rows = 64;
+  const auto w = ToBf16(RandomFloats(n * k, 95));
+  const auto x = ToBf16(RandomFloats(rows * k, 96));
+  ThreadPool pool2(2);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    std::vector<uint8_t> ref(OutBytes(rows, n, dt));
+    GemmBf16Ref(w.data(), n, k, k, x.data(), rows, k, ref.data(), dt, n);
+    const size_t row_bytes = OutBytes(1, n, dt);
+    for (CpuLevel level : AvailableLevels()) {
+      for (int64_t m = 1; m <= rows; ++m) {
+        const int64_t r0 = (m * 5) % (rows - m + 1);
+        const std::vector<uint8_t> want(ref.begin() + r0 * row_bytes,
+                                        ref.begin() + (r0 + m) * row_bytes);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+          std::vector<uint8_t> got(OutBytes(m, n, dt), 0xCD);
+          GemmBf16At(level, w.data(), n, k, k, x.data() + r0 * k, m, k, got.data(), dt, n, pool);
+          ASSERT_EQ(OutputBits(got, dt), OutputBits(want, dt))
+              << CpuLevelName(level) << " m " << m << " r0 " << r0 << (pool ? " pool" : "");
+        }
+      }
+    }
+  }
+}
+
 // The reference's subnormal rules are those of the instruction (probed on Zen 5): a result that
 // only a non-flushing, unfused evaluation would give differs here.
 TEST(GemmBf16, FollowsDazFtzAndFusedSteps) {

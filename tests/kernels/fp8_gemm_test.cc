@@ -190,6 +190,34 @@ TEST(Fp8GemmTest, EveryPathMatchesReferenceBitExact) {
   }
 }
 
+// Issue 27's batch invariance, row count by row count: every M in 1..64 (the GEMV, GEMV-M and
+// panel GEMM ranges on AVX-512) through every path, one and two threads; a call's rows (taken at
+// an offset that moves with M) get the bits the reference gives them in a 64-row batch.
+TEST(Fp8GemmTest, EveryRowCountOneToSixtyFourOnEveryPath) {
+  const int64_t n = 70, k = 160, rows = 64;
+  const Weights wt = RandomWeights(n, k, 91);
+  const PackedFp8Matrix w = Pack(wt);
+  const std::vector<uint16_t> xq = Quantize(RandomActs(rows, k, 92), rows, k);
+  std::vector<float> ref(rows * n);
+  Fp8GemmRefQuantized(xq.data(), rows, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+  ThreadPool pool1(1), pool2(2);
+  for (PathId path : AvailablePaths()) {
+    for (int64_t m = 1; m <= rows; ++m) {
+      const int64_t r0 = (m * 5) % (rows - m + 1);
+      const std::vector<uint16_t> sub(xq.begin() + r0 * k, xq.begin() + (r0 + m) * k);
+      const std::vector<float> want(ref.begin() + r0 * n, ref.begin() + (r0 + m) * n);
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        SCOPED_TRACE(testing::Message() << PathName(path) << " m=" << m << " r0=" << r0
+                                        << " threads=" << pool->size());
+        std::vector<float> f32;
+        std::vector<uint16_t> bf16;
+        RunPath(path, sub, m, w, *pool, &f32, &bf16);
+        ExpectBitExact(want, f32, bf16, n, PathName(path));
+      }
+    }
+  }
+}
+
 // More rows than one row block of the packed A (avx512::kPanelRowBlockBytes: 54 tiles = 378 rows
 // at K = 8192): the panel GEMM's later blocks give the reference's bits, 1 and 2 threads.
 TEST(Fp8GemmTest, PanelGemmOverSeveralRowBlocks) {

@@ -193,6 +193,36 @@ TEST(Mxfp4Gemm, ExtremeScalesBitIdentical) {
 }
 
 // Row m of a batch is the same bits whatever the batch size and thread count.
+// Issue 27's batch invariance, row count by row count: every M in 1..64 (the GEMV, GEMV-M and,
+// from Mxfp4PanelGemmMinRows, the panel GEMM) on every level, one and two threads, both output
+// types; a call's rows (at an offset that moves with M) get the reference's bits for them.
+TEST(Mxfp4Gemm, EveryRowCountOneToSixtyFourOnEveryLevel) {
+  const int64_t n = 72, k = 256, rows = 64;
+  const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 93);
+  auto packed = PackOne(w);
+  ASSERT_TRUE(packed.ok());
+  const std::vector<uint16_t> xq = RandomActivations(rows, k, 94);
+  ThreadPool pool1(1), pool2(2);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const size_t row_bytes = static_cast<size_t>(n) * (dt == DType::kF32 ? 4 : 2);
+    const std::vector<uint8_t> ref = RunRef(w, xq, rows, dt);
+    for (CpuLevel level : AvailableLevels()) {
+      for (int64_t m = 1; m <= rows; ++m) {
+        const int64_t r0 = (m * 5) % (rows - m + 1);
+        const std::vector<uint16_t> sub(xq.begin() + r0 * k, xq.begin() + (r0 + m) * k);
+        const std::vector<uint8_t> want(ref.begin() + r0 * row_bytes,
+                                        ref.begin() + (r0 + m) * row_bytes);
+        for (ThreadPool* pool : {&pool1, &pool2}) {
+          ASSERT_EQ(OutputBits(RunKernel(level, packed->view(), sub, m, dt, pool), dt),
+                    OutputBits(want, dt))
+              << CpuLevelName(level) << " m " << m << " r0 " << r0 << " threads " << pool->size()
+              << (dt == DType::kF32 ? " fp32" : " bf16");
+        }
+      }
+    }
+  }
+}
+
 TEST(Mxfp4Gemm, BatchAndThreadInvariance) {
   const int64_t n = 200, k = 512;
   const Mxfp4Weights w = test_util::RandomMxfp4Weights(n, k, 11);

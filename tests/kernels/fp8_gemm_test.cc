@@ -89,6 +89,23 @@ PackedFp8Matrix Pack(const Weights& w) {
   return std::move(packed).value();
 }
 
+// Random weights (packed) and quantized activations of an [m, k] x [n, k] product, and the
+// reference's fp32 result from the unpacked tensors.
+struct RefCase {
+  Weights wt;
+  PackedFp8Matrix w;
+  std::vector<uint16_t> xq;
+  std::vector<float> ref;
+};
+
+RefCase MakeRefCase(int64_t m, int64_t n, int64_t k, uint32_t seed) {
+  RefCase c{RandomWeights(n, k, seed), {}, Quantize(RandomActs(m, k, seed + 1), m, k), {}};
+  c.w = Pack(c.wt);
+  c.ref.resize(m * n);
+  Fp8GemmRefQuantized(c.xq.data(), m, k, c.wt.codes.data(), c.wt.scales.data(), n, c.ref.data());
+  return c;
+}
+
 enum class PathId { kAvx512Auto, kAvx512Gemv, kAvx512Gemm, kAvx2, kScalar };
 
 // Runs one internal path on scaled activations; returns fp32 and bf16 outputs [m][n].
@@ -195,11 +212,9 @@ TEST(Fp8GemmTest, EveryPathMatchesReferenceBitExact) {
 // an offset that moves with M) get the bits the reference gives them in a 64-row batch.
 TEST(Fp8GemmTest, EveryRowCountOneToSixtyFourOnEveryPath) {
   const int64_t n = 70, k = 160, rows = 64;
-  const Weights wt = RandomWeights(n, k, 91);
-  const PackedFp8Matrix w = Pack(wt);
-  const std::vector<uint16_t> xq = Quantize(RandomActs(rows, k, 92), rows, k);
-  std::vector<float> ref(rows * n);
-  Fp8GemmRefQuantized(xq.data(), rows, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+  const RefCase c = MakeRefCase(rows, n, k, 91);
+  const std::vector<uint16_t>& xq = c.xq;
+  const std::vector<float>& ref = c.ref;
   ThreadPool pool1(1), pool2(2);
   for (PathId path : AvailablePaths()) {
     for (int64_t m = 1; m <= rows; ++m) {
@@ -211,7 +226,7 @@ TEST(Fp8GemmTest, EveryRowCountOneToSixtyFourOnEveryPath) {
                                         << " threads=" << pool->size());
         std::vector<float> f32;
         std::vector<uint16_t> bf16;
-        RunPath(path, sub, m, w, *pool, &f32, &bf16);
+        RunPath(path, sub, m, c.w, *pool, &f32, &bf16);
         ExpectBitExact(want, f32, bf16, n, PathName(path));
       }
     }
@@ -224,16 +239,12 @@ TEST(Fp8GemmTest, PanelGemmOverSeveralRowBlocks) {
   if (!HaveAvx512()) GTEST_SKIP() << "no AVX-512";
   ThreadPool pool1(1), pool2(2);
   const int64_t m = 400, n = 40, k = 8192;
-  const Weights wt = RandomWeights(n, k, 77);
-  const PackedFp8Matrix w = Pack(wt);
-  const std::vector<uint16_t> xq = Quantize(RandomActs(m, k, 78), m, k);
-  std::vector<float> ref(m * n);
-  Fp8GemmRefQuantized(xq.data(), m, k, wt.codes.data(), wt.scales.data(), n, ref.data());
+  const RefCase c = MakeRefCase(m, n, k, 77);
   for (ThreadPool* pool : {&pool1, &pool2}) {
     std::vector<float> f32;
     std::vector<uint16_t> bf16;
-    RunPath(PathId::kAvx512Gemm, xq, m, w, *pool, &f32, &bf16);
-    ExpectBitExact(ref, f32, bf16, n, "avx512-gemm, several row blocks");
+    RunPath(PathId::kAvx512Gemm, c.xq, m, c.w, *pool, &f32, &bf16);
+    ExpectBitExact(c.ref, f32, bf16, n, "avx512-gemm, several row blocks");
   }
 }
 

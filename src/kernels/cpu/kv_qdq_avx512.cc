@@ -4,25 +4,12 @@
 // the grid's even code, so its ties go where FloatToE2m1's do). NaN inputs give +0, as there.
 #include <immintrin.h>
 
+#include "kernels/cpu/bf16_avx512.h"
 #include "kernels/cpu/kv_qdq.h"
 
 namespace deepinfer::kernels {
 
 namespace {
-
-inline __m512 WidenBf16(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-// bf16 of values that are exact in bf16 (or infinite, or NaN): the upper half of each word, a NaN
-// made quiet as FloatToBf16 makes it.
-inline __m256i NarrowExactBf16(__m512 v) {
-  const __m512i bits = _mm512_castps_si512(v);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  const __m512i hi = _mm512_mask_or_epi32(_mm512_srli_epi32(bits, 16), nan,
-                                          _mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(hi);
-}
 
 // e2m1(clamp(v, -6, 6)) as a float; NaN lanes give +0.
 inline __m512 RoundE2m1(__m512 v) {
@@ -46,18 +33,18 @@ void Fp4QdqPow2Block32Avx512(uint16_t* x, int64_t n) {
   constexpr float kMinAmax = 6.0f * 0x1p-126f;
   constexpr float kInv6 = 1.0f / 6.0f;
   for (int64_t b = 0; b < n; b += 32) {
-    const __m512i raw = _mm512_loadu_si512(x + b);
-    const __m512 lo = WidenBf16(_mm512_castsi512_si256(raw));
-    const __m512 hi = WidenBf16(_mm512_extracti64x4_epi64(raw, 1));
-    // max(|x|, acc): a NaN lane keeps acc (the second operand on unordered), as fmax skips NaN.
+    const __m512 lo = LoadBf16x16(x + b);
+    const __m512 hi = LoadBf16x16(x + b + 16);
+    // max(|x|, acc): a NaN lane keeps acc (the second operand when unordered), as the scalar
+    // amax skips NaNs.
     __m512 m = _mm512_max_ps(_mm512_abs_ps(lo), _mm512_setzero_ps());
     m = _mm512_max_ps(_mm512_abs_ps(hi), m);
     const float amax = _mm512_reduce_max_ps(m);
     const __m512 s = _mm512_set1_ps(Pow2Scale(amax > kMinAmax ? amax : kMinAmax, kInv6));
     const __m512 ylo = _mm512_mul_ps(RoundE2m1(_mm512_div_ps(lo, s)), s);
     const __m512 yhi = _mm512_mul_ps(RoundE2m1(_mm512_div_ps(hi, s)), s);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + b), NarrowExactBf16(ylo));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + b + 16), NarrowExactBf16(yhi));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + b), F32x16ToBf16(ylo));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + b + 16), F32x16ToBf16(yhi));
   }
 }
 

@@ -42,6 +42,7 @@ StatusOr<GenerationDefaults> LoadGenerationConfig(const std::string& path) {
   if (!config.ok()) return config.status();
   StatusOr<GenerationDefaults> d = GenerationDefaultsFromJson(*config);
   if (!d.ok()) return InvalidArgument(file + ": " + d.status().message());
+  d->file = file;
   return d;
 }
 

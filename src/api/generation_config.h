@@ -22,6 +22,7 @@ namespace deepinfer::api {
 struct GenerationDefaults {
   engine::SamplingParams params;  // the engine's defaults with the file's fields applied
   std::string summary;            // "temperature 0.6, top_p 0.95"; empty when the file sets none
+  std::string file;               // the file read (LoadGenerationConfig); empty from JSON
 };
 
 inline constexpr const char* kGenerationConfigFile = "generation_config.json";

@@ -61,12 +61,10 @@ StatusOr<engine::SamplingParams> SamplingDefaults(const ServeArgs& a) {
     return d.status();
   }
   if (!d->summary.empty()) {
-    std::fprintf(
-        stderr,
-        "deepinfer serve: sampling defaults from %s: %s (a request's own fields take "
-        "precedence; --generation-config off ignores them)\n",
-        (automatic ? a.model_dir + "/" + api::kGenerationConfigFile : a.generation_config).c_str(),
-        d->summary.c_str());
+    std::fprintf(stderr,
+                 "deepinfer serve: sampling defaults from %s: %s (a request's own fields take "
+                 "precedence; --generation-config off ignores them)\n",
+                 d->file.c_str(), d->summary.c_str());
   }
   return d->params;
 }

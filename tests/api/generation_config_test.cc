@@ -96,6 +96,7 @@ TEST_F(GenerationConfigFile, LoadsAFileOrTheFolderHoldingIt) {
     auto d = LoadGenerationConfig(path);
     ASSERT_TRUE(d.ok()) << path << ": " << d.status().ToString();
     EXPECT_FLOAT_EQ(d->params.temperature, 0.25f);
+    EXPECT_EQ(std::filesystem::path(d->file), std::filesystem::path(file)) << path;
   }
 }
 

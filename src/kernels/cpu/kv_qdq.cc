@@ -65,7 +65,6 @@ void Fp4QdqE4m3Block16(uint16_t* x, int64_t n) {
 }
 
 void Fp4QdqPow2Block32(uint16_t* x, int64_t n) {
-  CHECK(n % 32 == 0) << "Fp4QdqPow2Block32: n = " << n;
   if (ActiveCpuLevel() == CpuLevel::kAvx512) {
     Fp4QdqPow2Block32Avx512(x, n);
   } else {

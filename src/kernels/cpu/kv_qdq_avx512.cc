@@ -4,6 +4,7 @@
 // the grid's even code, so its ties go where FloatToE2m1's do). NaN inputs give +0, as there.
 #include <immintrin.h>
 
+#include "core/check.h"
 #include "kernels/cpu/bf16_avx512.h"
 #include "kernels/cpu/kv_qdq.h"
 
@@ -30,6 +31,7 @@ inline __m512 RoundE2m1(__m512 v) {
 }  // namespace
 
 void Fp4QdqPow2Block32Avx512(uint16_t* x, int64_t n) {
+  CHECK(n % 32 == 0) << "Fp4QdqPow2Block32: n = " << n;
   constexpr float kMinAmax = 6.0f * 0x1p-126f;
   constexpr float kInv6 = 1.0f / 6.0f;
   for (int64_t b = 0; b < n; b += 32) {

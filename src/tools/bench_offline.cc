@@ -344,6 +344,16 @@ StatusOr<PrefixHitResult> RunPrefixHit(LoadedEngine& e, int64_t shared_prefix, i
   return r;
 }
 
+std::optional<double> OfflineResult::BandwidthFractionOfBest() const {
+  if (!decode_gbs) return std::nullopt;
+  return *decode_gbs / bandwidth_max_gbs;
+}
+
+std::optional<double> OfflineResult::BoundFraction() const {
+  if (!decode_bound_step_ms || !decode_step_ms) return std::nullopt;
+  return *decode_bound_step_ms / *decode_step_ms;
+}
+
 nlohmann::ordered_json OfflineResult::ToJson() const {
   nlohmann::ordered_json j;
   auto opt = [](const std::optional<double>& v) {
@@ -374,20 +384,14 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   j["measured_bandwidth_max_gbs"] = bandwidth_max_gbs;
   j["bandwidth_fraction"] =
       decode_gbs ? nlohmann::ordered_json(*decode_gbs / measured_bandwidth_gbs) : nullptr;
-  // Against the best probe before and after the run (the stricter ratio: host noise only pulls
-  // probes down).
-  j["bandwidth_fraction_of_best"] =
-      decode_gbs ? nlohmann::ordered_json(*decode_gbs / bandwidth_max_gbs) : nullptr;
+  j["bandwidth_fraction_of_best"] = opt(BandwidthFractionOfBest());
   j["measured_peak_gflops"] = measured_peak_gflops;
   j["peak_instruction"] = PeakInstructionName();
-  j["compute_fraction"] = prefill_gflops / measured_peak_gflops;
+  j["compute_fraction"] = ComputeFraction();
   j["decode_compute_fraction"] =
       decode_gflops ? nlohmann::ordered_json(*decode_gflops / measured_peak_gflops) : nullptr;
   j["decode_bound_step_ms"] = opt(decode_bound_step_ms);
-  // Fraction of the roofline bound reached: bound step time / measured step time.
-  j["decode_bound_fraction"] = decode_bound_step_ms && decode_step_ms
-                                   ? nlohmann::ordered_json(*decode_bound_step_ms / *decode_step_ms)
-                                   : nullptr;
+  j["decode_bound_fraction"] = opt(BoundFraction());
   j["spec"] = spec ? SpecJson(*spec, steps) : nlohmann::ordered_json();
   j["steps"] = steps;
   j["total_s"] = total_s;

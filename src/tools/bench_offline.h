@@ -70,6 +70,14 @@ struct OfflineResult {
   // waiting for a slower rank).
   std::optional<double> ep_mb_per_step, ep_mpi_ms_per_step;
   double load_avg_1m = -1;  // /proc/loadavg at the start (-1 when unreadable)
+
+  // The ratios the report leads with. Prefill GFLOP/s over the measured peak.
+  double ComputeFraction() const { return prefill_gflops / measured_peak_gflops; }
+  // Decode GB/s over the best probe before and after the run (the stricter ratio: host noise only
+  // pulls probes down); nullopt without a decode window.
+  std::optional<double> BandwidthFractionOfBest() const;
+  // The roofline bound over the measured step (the fraction of the bound reached).
+  std::optional<double> BoundFraction() const;
   nlohmann::ordered_json ToJson() const;
 };
 

@@ -1,8 +1,9 @@
-// `deepinfer bench --model DIR [--batch 1,8,32] [--prompt-len 512] [--decode-len 32] [--json]
-//  [--shared-prefix N [--suffix-len S] [--repeat R]] [engine flags]`: offline throughput through
-// the engine against the read bandwidth and compute peak measured in the same run
-// (tools/bench_offline.h). Lists sweep the cartesian product. --json prints one object per
-// configuration (one line each) on stdout; progress goes to stderr.
+// `deepinfer bench --model DIR [--batch 1,8,32] [--prompt-len 512] [--decode-len 32] [--runs N]
+//  [--json] [--shared-prefix N [--suffix-len S] [--repeat R]] [engine flags]`: offline throughput
+// through the engine against the read bandwidth and compute peak measured in the same run
+// (tools/bench_offline.h). Lists sweep the cartesian product; --runs measures each configuration
+// N times and adds the distribution of the ratios (tools/bench_runs.h). --json prints one object
+// per run and summary (one line each) on stdout; progress goes to stderr.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "dist/mpi_world.h"
 #include "tools/bench_offline.h"
+#include "tools/bench_runs.h"
 #include "tools/cli.h"
 #include "tools/engine_setup.h"
 #include "tools/json_lines.h"
@@ -28,6 +30,7 @@ struct BenchArgs {
   int64_t shared_prefix = 0;
   int64_t suffix_len = 32;
   int repeat = 1;
+  int runs = 1;
   bool json = false;
   bool no_warmup = false;
   BenchOptions options;
@@ -62,7 +65,28 @@ std::string Opt(const nlohmann::ordered_json& v, const char* fmt, double scale =
   return buf;
 }
 
+// "median (min-max)" of a distribution object of RunsSummary::ToJson, times `scale`.
+std::string Range(const nlohmann::ordered_json& d, const char* unit, double scale) {
+  if (d["count"].get<int64_t>() == 0) return "-";
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%.1f%s (%.1f-%.1f)", d["median"].get<double>() * scale, unit,
+                d["min"].get<double>() * scale, d["max"].get<double>() * scale);
+  return buf;
+}
+
 void PrintHuman(const nlohmann::ordered_json& j) {
+  if (j["mode"] == "runs") {
+    std::printf(
+        "          over %lld runs, median (min-max): prefill %s of peak | decode step %s, %s of "
+        "the best read (best read %s), %s of the bound\n",
+        static_cast<long long>(j["runs"].get<int64_t>()),
+        Range(j["compute_fraction"], "%", 100).c_str(),
+        Range(j["decode_step_ms"], " ms", 1).c_str(),
+        Range(j["bandwidth_fraction_of_best"], "%", 100).c_str(),
+        Range(j["measured_bandwidth_max_gbs"], " GB/s", 1).c_str(),
+        Range(j["decode_bound_fraction"], "%", 100).c_str());
+    return;
+  }
   if (j["mode"] == "shared_prefix") {
     std::printf(
         "shared prefix %lld + %lld: cold TTFT %.1f ms, prefix-hit TTFT %.1f ms (%.1f%% of "
@@ -149,8 +173,13 @@ Status RunBench(BenchArgs& a) {
                          static_cast<long long>(b), static_cast<long long>(p),
                          static_cast<long long>(d));
           }
-          DI_ASSIGN_OR_RETURN(OfflineResult r, RunOfflineConfig(e, {b, p, d}, a.options));
-          Emit(a, r.ToJson());
+          std::vector<OfflineResult> runs;
+          for (int i = 0; i < a.runs; ++i) {
+            DI_ASSIGN_OR_RETURN(OfflineResult r, RunOfflineConfig(e, {b, p, d}, a.options));
+            Emit(a, r.ToJson());
+            runs.push_back(std::move(r));
+          }
+          if (a.runs > 1) Emit(a, SummarizeRuns(runs).ToJson());
         }
       }
     }
@@ -186,6 +215,10 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   cmd->add_option("--suffix-len", a->suffix_len, "uncached tokens after the shared prefix")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--repeat", a->repeat, "cold/hit pairs for --shared-prefix (median)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--runs", a->runs,
+                  "measure each configuration this many times, each against its own probes, and "
+                  "report the median and range of the ratios")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a->options.seed, "seed of the random prompts");
   cmd->add_option("--limit-samples", a->options.limit_samples,

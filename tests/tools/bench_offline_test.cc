@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -142,6 +143,31 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
   // The cache holds whole pages of the prefix: at least one, at most the 128 shared tokens.
   EXPECT_GT(p["prefix_hit_tokens"].get<int64_t>(), 0);
   EXPECT_LE(p["prefix_hit_tokens"].get<int64_t>(), 128);
+}
+
+// --runs 3: three run lines, then a summary whose median and range are those of the runs' ratios.
+TEST(BenchOfflineTest, RunsPrintsEachRunThenTheirSummary) {
+  const auto lines = RunJsonLines("bench --model '" + kModel +
+                                  "' --batch 1 --prompt-len 16 --decode-len 8 --runs 3 --json "
+                                  "--limit-samples 1 --kv-budget 64M");
+  ASSERT_EQ(lines.size(), 4u);
+  std::vector<double> of_best, compute;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(lines[i]["mode"], "throughput");
+    of_best.push_back(lines[i]["bandwidth_fraction_of_best"].get<double>());
+    compute.push_back(lines[i]["compute_fraction"].get<double>());
+  }
+  std::sort(of_best.begin(), of_best.end());
+  std::sort(compute.begin(), compute.end());
+  const Json& s = lines[3];
+  SCOPED_TRACE(s.dump());
+  EXPECT_EQ(s["mode"], "runs");
+  EXPECT_EQ(s["runs"], 3);
+  EXPECT_EQ(s["batch"], 1);
+  EXPECT_EQ(s["bandwidth_fraction_of_best"]["count"], 3);
+  EXPECT_NEAR(s["bandwidth_fraction_of_best"]["median"].get<double>(), of_best[1], 1e-12);
+  EXPECT_NEAR(s["bandwidth_fraction_of_best"]["min"].get<double>(), of_best[0], 1e-12);
+  EXPECT_NEAR(s["compute_fraction"]["max"].get<double>(), compute[2], 1e-12);
 }
 
 // With --spec dspark the configuration reports its speculation counters; `fixed` verifies every

@@ -5,16 +5,6 @@
 namespace deepinfer::tools {
 namespace {
 
-nlohmann::ordered_json DistributionJson(const Distribution& d) {
-  nlohmann::ordered_json j;
-  j["count"] = d.count;
-  j["median"] = d.p50;
-  j["min"] = d.min;
-  j["max"] = d.max;
-  j["mean"] = d.mean;
-  return j;
-}
-
 void AddIf(const std::optional<double>& v, std::vector<double>& out) {
   if (v) out.push_back(*v);
 }

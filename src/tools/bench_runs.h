@@ -21,7 +21,7 @@ struct RunsSummary {
   Distribution decode_step_ms;              // the runs with a decode window (count says how many)
   Distribution bandwidth_fraction_of_best;  // same runs
   Distribution decode_bound_fraction;       // same runs
-  nlohmann::ordered_json ToJson() const;    // mode "runs"; each distribution as an object
+  nlohmann::ordered_json ToJson() const;    // mode "runs"; each as DistributionJson
 };
 
 // The runs must share one configuration (the first run's is reported). Empty input: runs = 0.

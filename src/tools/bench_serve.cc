@@ -83,12 +83,6 @@ void ProgressBar(int64_t done, int64_t failed, int64_t total, double elapsed_s) 
   std::fflush(stderr);
 }
 
-ordered_json DistJson(const Distribution& d) {
-  return ordered_json{{"mean", d.mean * 1e3}, {"p50", d.p50 * 1e3}, {"p90", d.p90 * 1e3},
-                      {"p99", d.p99 * 1e3},   {"min", d.min * 1e3}, {"max", d.max * 1e3},
-                      {"count", d.count}};
-}
-
 ordered_json OptJson(const std::optional<double>& v) {
   return v ? ordered_json(*v) : ordered_json();
 }
@@ -240,10 +234,10 @@ ordered_json RunJson(const ServeRunResult& r) {
   j["output_goodput"] = s.output_goodput;
   j["cost_per_million_tokens"] = OptJson(s.cost_per_million_tokens);
   j["cost_per_million_good_tokens"] = OptJson(s.cost_per_million_good_tokens);
-  j["ttft_ms"] = DistJson(s.ttft_s);
-  j["tpot_ms"] = DistJson(s.tpot_s);
-  j["itl_ms"] = DistJson(s.itl_s);
-  j["e2e_ms"] = DistJson(s.e2e_s);
+  j["ttft_ms"] = DistributionJson(s.ttft_s, 1e3);
+  j["tpot_ms"] = DistributionJson(s.tpot_s, 1e3);
+  j["itl_ms"] = DistributionJson(s.itl_s, 1e3);
+  j["e2e_ms"] = DistributionJson(s.e2e_s, 1e3);
   j["load_avg_1m"] = r.load_avg_1m;
   j["server"] = r.server_before && r.server_after
                     ? ServerOverheadJson(*r.server_before, *r.server_after, s.duration_s)

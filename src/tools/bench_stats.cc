@@ -30,6 +30,13 @@ Distribution Summarize(const std::vector<double>& values) {
   return d;
 }
 
+nlohmann::ordered_json DistributionJson(const Distribution& d, double scale) {
+  return nlohmann::ordered_json{{"mean", d.mean * scale}, {"p50", d.p50 * scale},
+                                {"p90", d.p90 * scale},   {"p99", d.p99 * scale},
+                                {"min", d.min * scale},   {"max", d.max * scale},
+                                {"count", d.count}};
+}
+
 std::optional<double> Tpot(const RequestTiming& r) {
   if (r.output_tokens < 2) return std::nullopt;
   return (r.e2e_s - r.ttft_s) / static_cast<double>(r.output_tokens - 1);

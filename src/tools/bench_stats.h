@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct Distribution {
   int64_t count = 0;
 };
 Distribution Summarize(const std::vector<double>& values);
+// {mean, p50, p90, p99, min, max} each times `scale` (1e3: seconds as ms), and count.
+nlohmann::ordered_json DistributionJson(const Distribution& d, double scale = 1.0);
 
 // What one streamed request measured, in seconds from its send.
 struct RequestTiming {

@@ -69,7 +69,7 @@ std::string Opt(const nlohmann::ordered_json& v, const char* fmt, double scale =
 std::string Range(const nlohmann::ordered_json& d, const char* unit, double scale) {
   if (d["count"].get<int64_t>() == 0) return "-";
   char buf[96];
-  std::snprintf(buf, sizeof(buf), "%.1f%s (%.1f-%.1f)", d["median"].get<double>() * scale, unit,
+  std::snprintf(buf, sizeof(buf), "%.1f%s (%.1f-%.1f)", d["p50"].get<double>() * scale, unit,
                 d["min"].get<double>() * scale, d["max"].get<double>() * scale);
   return buf;
 }

@@ -165,7 +165,7 @@ TEST(BenchOfflineTest, RunsPrintsEachRunThenTheirSummary) {
   EXPECT_EQ(s["runs"], 3);
   EXPECT_EQ(s["batch"], 1);
   EXPECT_EQ(s["bandwidth_fraction_of_best"]["count"], 3);
-  EXPECT_NEAR(s["bandwidth_fraction_of_best"]["median"].get<double>(), of_best[1], 1e-12);
+  EXPECT_NEAR(s["bandwidth_fraction_of_best"]["p50"].get<double>(), of_best[1], 1e-12);
   EXPECT_NEAR(s["bandwidth_fraction_of_best"]["min"].get<double>(), of_best[0], 1e-12);
   EXPECT_NEAR(s["compute_fraction"]["max"].get<double>(), compute[2], 1e-12);
 }

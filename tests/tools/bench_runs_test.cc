@@ -47,7 +47,7 @@ TEST(BenchRunsTest, MediansAndRangesOfTheRatios) {
   const nlohmann::ordered_json j = s.ToJson();
   EXPECT_EQ(j["mode"], "runs");
   EXPECT_EQ(j["runs"], 3);
-  EXPECT_NEAR(j["bandwidth_fraction_of_best"]["median"].get<double>(), 0.90, kEps);
+  EXPECT_NEAR(j["bandwidth_fraction_of_best"]["p50"].get<double>(), 0.90, kEps);
   EXPECT_NEAR(j["compute_fraction"]["min"].get<double>(), 0.80, kEps);
   EXPECT_EQ(j["decode_step_ms"]["count"], 3);
 }

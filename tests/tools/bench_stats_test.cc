@@ -110,5 +110,17 @@ TEST(BenchStatsTest, BestUnderSloPicksTheFastestRunWithinTheP90Bounds) {
   EXPECT_EQ(BestUnderSlo({slow, fast, mid}, Slo{}), std::optional<size_t>(1));
 }
 
+TEST(BenchStatsTest, DistributionJsonScalesEveryStatisticButTheCount) {
+  const Distribution d = Summarize({0.002, 0.001, 0.003});
+  const nlohmann::ordered_json j = DistributionJson(d, 1e3);
+  EXPECT_EQ(j["count"], 3);
+  EXPECT_NEAR(j["p50"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(j["mean"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(j["min"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(j["max"].get<double>(), 3.0, 1e-9);
+  EXPECT_NEAR(j["p90"].get<double>(), 2.8, 1e-9);  // rank 1.8
+  EXPECT_NEAR(DistributionJson(d)["p99"].get<double>(), 0.00298, 1e-12);
+}
+
 }  // namespace
 }  // namespace deepinfer::tools

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/machine_limits.h"
+#include "core/splitmix64.h"
 #include "core/thread_pool.h"
 #include "dist/mpi_world.h"
 #include "engine/engine.h"
@@ -197,8 +198,13 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
   LimitSamples limits;
   limits.Take(probe, pool, options.limit_samples);
 
-  std::mt19937_64 rng(options.seed * 1000003 + static_cast<uint64_t>(cfg.batch) * 31 +
-                      static_cast<uint64_t>(cfg.prompt_len));
+  // Prompts of their own for every configuration and run: a repeat of earlier prompts would be
+  // served from the prefix cache (prefix_hit_tokens says so).
+  uint64_t prompt_seed = options.seed;
+  for (const int64_t v : {cfg.batch, cfg.prompt_len, cfg.decode_len, cfg.run}) {
+    prompt_seed = SplitMix64(prompt_seed ^ static_cast<uint64_t>(v));
+  }
+  std::mt19937_64 rng(prompt_seed);
   const int64_t vocab = m.config().vocab_size;
   // Over N ranks (one instance), rank k runs requests k, k + N, ... of the same batch; a rank
   // left without one still serves its experts.
@@ -240,7 +246,9 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
 
   Clock::time_point all_first = t0, first_done = t_end;
   double ttft_sum = 0;
+  int64_t prefix_hit = 0;
   for (const RequestTrace& t : traces) {
+    prefix_hit += t.prefix_hit;
     const double ttft = Seconds(t0, *t.first);
     ttft_sum += ttft;
     r.ttft_max_s = std::max(r.ttft_max_s, ttft);
@@ -251,6 +259,7 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
   r.ttft_max_s = world.MaxAll(r.ttft_max_s);
   r.ttft_mean_s = world.SumAll(ttft_sum) / static_cast<double>(cfg.batch);
   r.total_s = world.MaxAll(r.total_s);
+  r.prefix_hit_tokens = static_cast<int64_t>(world.SumAll(static_cast<double>(prefix_hit)));
   const double prompt_tokens = static_cast<double>(cfg.batch * cfg.prompt_len);
   r.prefill_tokens_per_s = prompt_tokens / r.ttft_max_s;
   r.prefill_gflops =
@@ -363,6 +372,8 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   j["batch"] = config.batch;
   j["prompt_len"] = config.prompt_len;
   j["decode_len"] = config.decode_len;
+  j["run"] = config.run;
+  j["prefix_hit_tokens"] = prefix_hit_tokens;
   j["threads"] = threads;
   j["ranks"] = ranks;
   j["ep_mb_per_step"] = ep_mb_per_step ? nlohmann::ordered_json(*ep_mb_per_step) : nullptr;

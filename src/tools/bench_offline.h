@@ -19,6 +19,7 @@ struct OfflineConfig {
   int64_t batch = 1;        // prompts added at once
   int64_t prompt_len = 0;   // tokens per prompt (random ids)
   int64_t decode_len = 16;  // max_tokens per request (ignore_eos: exactly this many)
+  int64_t run = 0;          // which repetition (--runs); with the seed, picks the prompts
 };
 
 // What a decode step reads, estimated from the loaded weights (model/deepseek_v41/cost_model.h
@@ -70,6 +71,9 @@ struct OfflineResult {
   // waiting for a slower rank).
   std::optional<double> ep_mb_per_step, ep_mpi_ms_per_step;
   double load_avg_1m = -1;  // /proc/loadavg at the start (-1 when unreadable)
+  // Prompt tokens the prefix cache served, summed over the batch: 0 unless the prompts repeat
+  // an earlier configuration's (they never should: each configuration and run draws its own).
+  int64_t prefix_hit_tokens = 0;
 
   // The ratios the report leads with. Prefill GFLOP/s over the measured peak.
   double ComputeFraction() const { return prefill_gflops / measured_peak_gflops; }

@@ -175,7 +175,7 @@ Status RunBench(BenchArgs& a) {
           }
           std::vector<OfflineResult> runs;
           for (int i = 0; i < a.runs; ++i) {
-            DI_ASSIGN_OR_RETURN(OfflineResult r, RunOfflineConfig(e, {b, p, d}, a.options));
+            DI_ASSIGN_OR_RETURN(OfflineResult r, RunOfflineConfig(e, {b, p, d, i}, a.options));
             Emit(a, r.ToJson());
             runs.push_back(std::move(r));
           }

@@ -146,11 +146,19 @@ TEST(BenchOfflineTest, JsonSweepIsWellFormed) {
 }
 
 // --runs 3: three run lines, then a summary whose median and range are those of the runs' ratios.
+// Every run and configuration draws its own prompts, so none is served from the prefix cache
+// (with the same prompts a repeat's prefill would be a cache hit, and its rate meaningless).
 TEST(BenchOfflineTest, RunsPrintsEachRunThenTheirSummary) {
   const auto lines = RunJsonLines("bench --model '" + kModel +
-                                  "' --batch 1 --prompt-len 16 --decode-len 8 --runs 3 --json "
-                                  "--limit-samples 1 --kv-budget 64M");
-  ASSERT_EQ(lines.size(), 4u);
+                                  "' --batch 1 --prompt-len 160 --decode-len 8,6 --runs 3 --json "
+                                  "--limit-samples 1 --kv-budget 64M --prefix-cache on");
+  ASSERT_EQ(lines.size(), 8u);  // per decode length: three runs, then their summary
+  for (int i = 0; i < 8; ++i) {
+    if (i % 4 == 3) continue;
+    SCOPED_TRACE(lines[i].dump());
+    EXPECT_EQ(lines[i]["run"], i % 4);
+    EXPECT_EQ(lines[i]["prefix_hit_tokens"], 0);
+  }
   std::vector<double> of_best, compute;
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(lines[i]["mode"], "throughput");

@@ -219,6 +219,7 @@ Status RunServe(ServeArgs& a) {
         .page_tokens = e.runner->page_tokens(),
         .prompt_sensitive = e.runner->prompt_sensitive(),
         .cache_blocks = e.engine->stats().kv.capacity,
+        .placement = {},  // the default thresholds
         .splits = ContextSplits(e),
         .prefill = ContextPrefill(e)});
   }

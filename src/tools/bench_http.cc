@@ -204,6 +204,10 @@ RequestTiming TimingFromCompletionStream(const HttpStreamResult& r, std::string*
       const auto& u = j["usage"];
       t.prompt_tokens = u.value("prompt_tokens", int64_t{0});
       usage_tokens = u.value("completion_tokens", int64_t{0});
+      const auto details = u.find("prompt_tokens_details");
+      if (details != u.end() && details->is_object()) {
+        t.cached_tokens = details->value("cached_tokens", int64_t{0});
+      }
     }
     if (!j.contains("choices") || !j["choices"].is_array()) continue;
     for (const auto& c : j["choices"]) {

@@ -222,8 +222,9 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
     requests.push_back(
         MakeRequest(std::move(prompt), cfg.decode_len, &traces[requests.size()], &deliveries));
   }
-  const std::optional<dist::ExpertParallelStats> ep0 =
-      e.experts ? std::optional(e.experts->stats()) : std::nullopt;
+  // Expert-parallel counters before the run (read only when e.experts is set).
+  const dist::ExpertParallelStats ep0 =
+      e.experts ? e.experts->stats() : dist::ExpertParallelStats{};
   const engine::EngineStats stats0 = e.engine->stats();
   // Every rank starts the clock together (the paired limit samples above take each rank its
   // own time, and a rank's first MoE call waits for all of them).
@@ -276,11 +277,11 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
     const dist::ExpertParallelStats& ep1 = e.experts->stats();
     const double steps = std::max<double>(1.0, static_cast<double>(r.steps));
     r.ep_mb_per_step =
-        world.SumAll(static_cast<double>(ep1.bytes_sent - ep0->bytes_sent)) / 1e6 / steps;
+        world.SumAll(static_cast<double>(ep1.bytes_sent - ep0.bytes_sent)) / 1e6 / steps;
     // The rank that waited least: its time in MPI is the exchange itself, not waiting for
     // another rank's compute.
     r.ep_mpi_ms_per_step =
-        -world.MaxAll(-(ep1.exchange_seconds - ep0->exchange_seconds)) * 1e3 / steps;
+        -world.MaxAll(-(ep1.exchange_seconds - ep0.exchange_seconds)) * 1e3 / steps;
   }
   if (window) {
     // Each rank decodes its share in its own window; the instance's rate is their sum.

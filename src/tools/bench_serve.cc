@@ -14,6 +14,7 @@
 #include <semaphore>
 #include <thread>
 
+#include "core/splitmix64.h"
 #include "tools/bench_offline.h"
 
 namespace deepinfer::tools {
@@ -88,6 +89,10 @@ ordered_json OptJson(const std::optional<double>& v) {
 }
 
 }  // namespace
+
+uint64_t WorkloadSeed(uint64_t seed, int64_t point) {
+  return SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(point + 1)));
+}
 
 StatusOr<std::vector<BenchPrompt>> MakeWorkload(const WorkloadOptions& o) {
   if (o.num_prompts < 1) return InvalidArgument("--num-prompts must be positive");
@@ -225,6 +230,7 @@ ordered_json RunJson(const ServeRunResult& r) {
   j["failed"] = s.failed;
   j["duration_s"] = s.duration_s;
   j["input_tokens"] = s.input_tokens;
+  j["cached_input_tokens"] = s.cached_input_tokens;
   j["output_tokens"] = s.output_tokens;
   j["request_throughput"] = s.request_throughput;
   j["output_throughput"] = s.output_throughput;

@@ -41,6 +41,11 @@ struct WorkloadOptions {
 // ("output_len" is accepted for max_tokens); lines are reused round-robin up to num_prompts.
 StatusOr<std::vector<BenchPrompt>> MakeWorkload(const WorkloadOptions& o);
 
+// The seed of the random and shared-prefix prompts of a sweep's point `point` (0, 1, ...; -1: the
+// warm-up request). Each point draws its own prompts, so none re-sends the warm-up's or an earlier
+// point's to the server's prefix cache (a .jsonl dataset's prompts are the same at every point).
+uint64_t WorkloadSeed(uint64_t seed, int64_t point);
+
 struct ServeLoadOptions {
   std::optional<double> request_rate;      // requests/s (Poisson); unset = all at once
   std::optional<int64_t> max_concurrency;  // requests in flight at most

@@ -65,6 +65,7 @@ RunSummary Summarize(const std::vector<RequestTiming>& requests, double duration
     }
     ++s.completed;
     s.input_tokens += r.prompt_tokens;
+    s.cached_input_tokens += r.cached_tokens;
     s.output_tokens += r.output_tokens;
     ttft.push_back(r.ttft_s);
     e2e.push_back(r.e2e_s);

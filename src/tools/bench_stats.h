@@ -31,6 +31,7 @@ struct RequestTiming {
   std::vector<double> itl_s;  // gaps between consecutive content chunks
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
+  int64_t cached_tokens = 0;  // usage.prompt_tokens_details.cached_tokens (0 when absent)
 };
 
 // Time per output token after the first: (e2e - ttft) / (output_tokens - 1); nullopt for fewer
@@ -50,12 +51,13 @@ struct RunSummary {
   double duration_s = 0;
   int64_t completed = 0, failed = 0;
   int64_t input_tokens = 0, output_tokens = 0;  // over completed requests
-  double request_throughput = 0;                // completed / duration
-  double output_throughput = 0;                 // output tokens / duration
-  double total_token_throughput = 0;            // (input + output) / duration
-  int64_t good_requests = 0;                    // completed and within the SLO
-  double request_goodput = 0;                   // good requests / duration
-  double output_goodput = 0;                    // output tokens of good requests / duration
+  int64_t cached_input_tokens = 0;    // of input_tokens, what the server's prefix cache served
+  double request_throughput = 0;      // completed / duration
+  double output_throughput = 0;       // output tokens / duration
+  double total_token_throughput = 0;  // (input + output) / duration
+  int64_t good_requests = 0;          // completed and within the SLO
+  double request_goodput = 0;         // good requests / duration
+  double output_goodput = 0;          // output tokens of good requests / duration
   Distribution ttft_s, tpot_s, itl_s, e2e_s;
   // price_per_hour * duration / 3600 per million output tokens (delivered), and per million
   // output tokens of good requests; nullopt without a price or tokens.

@@ -77,8 +77,10 @@ void PrintRun(const ServeRunResult& r) {
   std::printf("completed / failed:          %lld / %lld\n", static_cast<long long>(s.completed),
               static_cast<long long>(s.failed));
   std::printf("duration (s):                %.2f\n", s.duration_s);
-  std::printf("input / output tokens:       %lld / %lld\n", static_cast<long long>(s.input_tokens),
-              static_cast<long long>(s.output_tokens));
+  std::printf(
+      "input / output tokens:       %lld / %lld (%lld input tokens from the prefix cache)\n",
+      static_cast<long long>(s.input_tokens), static_cast<long long>(s.output_tokens),
+      static_cast<long long>(s.cached_input_tokens));
   std::printf("request throughput (req/s):  %.3f\n", s.request_throughput);
   std::printf("output throughput (tok/s):   %.2f\n", s.output_throughput);
   std::printf("total throughput (tok/s):    %.2f\n", s.total_token_throughput);
@@ -136,7 +138,13 @@ Status RunBenchServe(BenchServeArgs& a) {
       client.model = j["data"][0].value("id", "");
     }
   }
-  DI_ASSIGN_OR_RETURN(std::vector<BenchPrompt> prompts, MakeWorkload(a.workload));
+  // Prompts of its own for the warm-up and for every point of the sweep (WorkloadSeed).
+  auto workload = [&a](int64_t point) {
+    WorkloadOptions w = a.workload;
+    w.seed = WorkloadSeed(a.workload.seed, point);
+    return MakeWorkload(w);
+  };
+  DI_ASSIGN_OR_RETURN(const std::vector<BenchPrompt> warmup_prompts, workload(-1));
   Slo slo;
   if (a.slo_ttft_ms > 0) slo.ttft_s = a.slo_ttft_ms * 1e-3;
   if (a.slo_tpot_ms > 0) slo.tpot_s = a.slo_tpot_ms * 1e-3;
@@ -144,7 +152,7 @@ Status RunBenchServe(BenchServeArgs& a) {
   if (a.price_per_hour > 0) price = a.price_per_hour;
 
   if (!a.no_warmup) {  // one short request: the server answers and the prompt shape is accepted
-    BenchPrompt p = prompts.front();
+    BenchPrompt p = warmup_prompts.front();
     p.max_tokens = std::min<int64_t>(p.max_tokens, 2);
     HttpStreamResult r =
         PostStreaming(client.endpoint, "/v1/completions", CompletionBody(p, client).dump(),
@@ -161,7 +169,9 @@ Status RunBenchServe(BenchServeArgs& a) {
     DI_ASSIGN_OR_RETURN(points, ParseNumbers("--sweep", a.sweep));
   }
   std::vector<ServeRunResult> runs;
-  for (double point : points) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    const double point = points[i];
+    DI_ASSIGN_OR_RETURN(const std::vector<BenchPrompt> prompts, workload(static_cast<int64_t>(i)));
     ServeLoadOptions load;
     load.seed = a.workload.seed;
     load.progress = !a.no_progress;
@@ -258,7 +268,9 @@ void RegisterBenchServe(CLI::App& app, int* exit_code) {
   cmd->add_option("--prefix-len", w.prefix_len, "shared-prefix: tokens of the shared prefix");
   cmd->add_option("--num-prefixes", w.num_prefixes, "shared-prefix: distinct prefixes");
   cmd->add_option("--token-range", a->token_range, "random ids from MIN,MAX (MAX excluded)");
-  cmd->add_option("--seed", w.seed, "seed of prompts and arrivals");
+  cmd->add_option("--seed", w.seed,
+                  "seed of prompts and arrivals (each sweep point and the warm-up draw their own "
+                  "prompts from it; another invocation with the same seed re-sends them)");
   cmd->add_option("--slo-ttft-ms", a->slo_ttft_ms, "goodput: TTFT bound (ms)");
   cmd->add_option("--slo-tpot-ms", a->slo_tpot_ms, "goodput: TPOT bound (ms)");
   cmd->add_option("--price-per-hour", a->price_per_hour, "machine price (USD/h) for the cost");

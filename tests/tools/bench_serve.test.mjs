@@ -1,8 +1,8 @@
 // `deepinfer bench-serve` against a real `deepinfer serve` (the bundled default model on a
 // random loopback port, tests/server/harness.mjs): every request succeeds, token counts are
 // exact (ignore_eos), percentiles are ordered, the JSON has its fields, the arithmetic of
-// throughput and cost agrees with the counts, a shared-prefix workload hits the server's prefix
-// cache, and a sweep writes an SVG plot.
+// throughput and cost agrees with the counts, a sweep's points send prompts of their own, a
+// shared-prefix workload hits the server's prefix cache, and a sweep writes an SVG plot.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, execFileSync } from 'node:child_process';
@@ -77,13 +77,31 @@ test('fixed concurrency, random prompts: all succeed, exact counts, ordered perc
   assert.match(r.stdout, /server: forward [0-9.]+% of the run; scheduling/);
 });
 
+test('a sweep draws fresh prompts at every point: nothing comes from the prefix cache', () => {
+  // 160-token prompts span whole KV pages, so a prompt sent twice (the warm-up's, or an earlier
+  // point's) would be served from the server's prefix cache and show in cached_input_tokens.
+  const out = path.join(tmp, 'fresh.json');
+  benchServe(['--max-concurrency', '2', '--sweep', '1,2', '--num-prompts', '3', '--dataset',
+              'random', '--input-len', '160', '--output-len', '2', '--json', out, '--no-progress']);
+  const j = JSON.parse(fs.readFileSync(out, 'utf8'));
+  assert.deepEqual(j.runs.map((r) => r.max_concurrency), [1, 2]);
+  for (const run of j.runs) {
+    assert.equal(run.completed, 3);
+    assert.equal(run.input_tokens, 3 * 160);
+    assert.equal(run.cached_input_tokens, 0, JSON.stringify(run));
+  }
+});
+
 test('Poisson sweep over a shared prefix: cache hits, tight SLO, plot', async () => {
   const hitsBefore = await metric(server.url, 'deepinfer_prefix_cache_hits_total');
   const out = path.join(tmp, 'sweep.json');
   const svg = path.join(tmp, 'sweep.svg');
   const haveGnuplot = spawnSync('sh', ['-c', 'command -v gnuplot']).status === 0;
+  // A seed of its own: with the same seed as an earlier invocation against this server, the
+  // first prefix would be that invocation's first prompt's head, already cached.
   const args = ['--request-rate', '4', '--sweep', '2,8', '--num-prompts', '6', '--dataset',
                 'shared-prefix', '--prefix-len', '128', '--input-len', '8', '--output-len', '4',
+                '--seed', '7',
                 '--slo-ttft-ms', '0.001', '--json', out, '--no-progress'];
   if (haveGnuplot) args.push('--plot', svg);
   benchServe(args);
@@ -94,6 +112,9 @@ test('Poisson sweep over a shared prefix: cache hits, tight SLO, plot', async ()
     assert.equal(run.completed, 6);
     assert.equal(run.failed, 0);
     assert.equal(run.input_tokens, 6 * (128 + 8));
+    // One prefix for all six prompts: the later ones find it in the server's prefix cache.
+    assert.ok(run.cached_input_tokens > 0 && run.cached_input_tokens <= 5 * 128,
+              JSON.stringify(run));
     assert.equal(run.good_requests, 0);  // no TTFT is under a microsecond
     assert.equal(run.request_goodput, 0);
   }

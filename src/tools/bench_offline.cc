@@ -200,11 +200,7 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
 
   // Prompts of their own for every configuration and run: a repeat of earlier prompts would be
   // served from the prefix cache (prefix_hit_tokens says so).
-  uint64_t prompt_seed = options.seed;
-  for (const int64_t v : {cfg.batch, cfg.prompt_len, cfg.decode_len, cfg.run}) {
-    prompt_seed = SplitMix64(prompt_seed ^ static_cast<uint64_t>(v));
-  }
-  std::mt19937_64 rng(prompt_seed);
+  std::mt19937_64 rng(MixSeed(options.seed, {cfg.batch, cfg.prompt_len, cfg.decode_len, cfg.run}));
   const int64_t vocab = m.config().vocab_size;
   // Over N ranks (one instance), rank k runs requests k, k + N, ... of the same batch; a rank
   // left without one still serves its experts.

@@ -90,9 +90,7 @@ ordered_json OptJson(const std::optional<double>& v) {
 
 }  // namespace
 
-uint64_t WorkloadSeed(uint64_t seed, int64_t point) {
-  return SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(point + 1)));
-}
+uint64_t WorkloadSeed(uint64_t seed, int64_t point) { return MixSeed(seed, {point}); }
 
 StatusOr<std::vector<BenchPrompt>> MakeWorkload(const WorkloadOptions& o) {
   if (o.num_prompts < 1) return InvalidArgument("--num-prompts must be positive");

@@ -1,7 +1,8 @@
 // The statistics the benchmark commands report (`deepinfer bench`, `deepinfer bench-serve`):
 // percentiles, per-request latency summaries, goodput under SLOs, cost per million tokens and the
-// throughput a sweep reaches under a latency constraint. Plain functions of plain data, so the
-// arithmetic is unit-tested against hand-computed values (tests/tools/bench_stats_test.cc).
+// throughput a sweep reaches under a latency constraint, and a distribution's JSON form. Plain
+// functions of plain data, so the arithmetic is unit-tested against hand-computed values
+// (tests/tools/bench_stats_test.cc).
 #pragma once
 
 #include <cstdint>

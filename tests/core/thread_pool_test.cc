@@ -44,7 +44,9 @@ TEST(ThreadPool, GrainForGivesChunksOfTheMinimumWork) {
     EXPECT_GE(g, 1) << work;
     EXPECT_GE(g * std::max<int64_t>(work, 1), ThreadPool::kMinChunkWork) << work;
     // The smallest such grain: one item less is below the minimum (or the grain is 1).
-    if (g > 1) EXPECT_LT((g - 1) * work, ThreadPool::kMinChunkWork) << work;
+    if (g > 1) {
+      EXPECT_LT((g - 1) * work, ThreadPool::kMinChunkWork) << work;
+    }
   }
   // Four rows of 4,096 operations are one chunk: run on the caller, no hand-off.
   ThreadPool pool(2);

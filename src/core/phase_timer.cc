@@ -14,14 +14,14 @@ namespace {
 
 struct Totals {
   std::mutex mu;
-  std::map<std::string, std::pair<double, long>> by_name;
+  std::map<std::string, PhaseTotal> by_name;
   ~Totals() {
-    std::vector<std::pair<std::string, std::pair<double, long>>> v(by_name.begin(), by_name.end());
+    std::vector<std::pair<std::string, PhaseTotal>> v(by_name.begin(), by_name.end());
     std::sort(v.begin(), v.end(),
-              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
     for (const auto& [name, t] : v) {
-      std::fprintf(stderr, "phase %-28s %10.3f ms %8ld calls\n", name.c_str(), t.first * 1e3,
-                   t.second);
+      std::fprintf(stderr, "phase %-28s %10.3f ms %8ld calls\n", name.c_str(), t.seconds * 1e3,
+                   t.calls);
     }
   }
 };
@@ -44,9 +44,16 @@ bool PhaseTimingEnabled() {
 void AddPhaseTime(const char* name, double seconds) {
   Totals& t = GetTotals();
   std::lock_guard<std::mutex> lock(t.mu);
-  auto& e = t.by_name[name];
-  e.first += seconds;
-  ++e.second;
+  PhaseTotal& e = t.by_name[name];
+  e.seconds += seconds;
+  ++e.calls;
+}
+
+std::map<std::string, PhaseTotal> PhaseTotalsNow() {
+  if (!PhaseTimingEnabled()) return {};
+  Totals& t = GetTotals();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.by_name;
 }
 
 }  // namespace deepinfer

@@ -66,20 +66,32 @@ struct Delivery {
   int64_t tokens;
 };
 
+// The phase totals (DEEPINFER_PROFILE=1) at the edges of the steady decode window: when the last
+// request of the batch gets its first token, and when the first request finishes.
+struct PhaseWindow {
+  int64_t requests = 0;  // of this rank
+  int64_t started = 0;   // requests with a first token
+  std::optional<std::map<std::string, PhaseTotal>> begin, end;
+};
+
 engine::Request MakeRequest(std::vector<int32_t> prompt, int64_t max_tokens, RequestTrace* trace,
-                            std::vector<Delivery>* deliveries) {
+                            std::vector<Delivery>* deliveries, PhaseWindow* window = nullptr) {
   engine::Request r;
   r.prompt = std::move(prompt);
   r.params.max_tokens = max_tokens;
   r.params.ignore_eos = true;
   r.params.temperature = 0.0f;
-  r.on_output = [trace, deliveries](const engine::RequestOutput& o) {
+  r.on_output = [trace, deliveries, window](const engine::RequestOutput& o) {
     const Clock::time_point now = Clock::now();
     if (!o.new_tokens.empty()) {
+      if (!trace->first && window && ++window->started == window->requests) {
+        window->begin = PhaseTotalsNow();
+      }
       if (!trace->first) trace->first = now;
       trace->last = now;
       if (deliveries) deliveries->push_back({now, static_cast<int64_t>(o.new_tokens.size())});
     }
+    if (o.finished && window && window->begin && !window->end) window->end = PhaseTotalsNow();
     trace->n_output = o.n_output;
     trace->prefix_hit = std::max(trace->prefix_hit, o.prefix_hit_tokens);
     if (o.finished && *o.finished == engine::FinishReason::kError) {
@@ -212,11 +224,14 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
   std::vector<Delivery> deliveries;
   deliveries.reserve(static_cast<size_t>(mine * cfg.decode_len));
   std::vector<engine::Request> requests;
+  PhaseWindow phases;
+  phases.requests = mine;
+  PhaseWindow* const profile = PhaseTimingEnabled() && mine > 0 ? &phases : nullptr;
   for (int64_t i = 0; i < cfg.batch; ++i) {
     std::vector<int32_t> prompt = RandomIds(rng, cfg.prompt_len, vocab);
     if (i % n_ranks != world.rank()) continue;
-    requests.push_back(
-        MakeRequest(std::move(prompt), cfg.decode_len, &traces[requests.size()], &deliveries));
+    requests.push_back(MakeRequest(std::move(prompt), cfg.decode_len, &traces[requests.size()],
+                                   &deliveries, profile));
   }
   // Expert-parallel counters before the run (read only when e.experts is set).
   const dist::ExpertParallelStats ep0 =
@@ -290,6 +305,7 @@ StatusOr<OfflineResult> RunOfflineConfig(LoadedEngine& e, const OfflineConfig& c
     const int64_t mid = cfg.prompt_len + cfg.decode_len / 2;
     r.decode_gflops = static_cast<double>(cfg.batch) * DecodeFlopsPerToken(m, mid) / step_s * 1e-9;
   }
+  if (phases.begin && phases.end) r.decode_phases = PerForwardPhases(*phases.begin, *phases.end);
   const Distribution bw = Summarize(limits.gbps);
   r.measured_bandwidth_gbs = bw.p50;
   r.bandwidth_min_gbs = bw.min;
@@ -348,6 +364,29 @@ StatusOr<PrefixHitResult> RunPrefixHit(LoadedEngine& e, int64_t shared_prefix, i
   r.cold_ttft_s = Percentile(cold, 50);
   r.hit_ttft_s = Percentile(hit, 50);
   return r;
+}
+
+PhaseProfile PerForwardPhases(const std::map<std::string, PhaseTotal>& begin,
+                              const std::map<std::string, PhaseTotal>& end) {
+  auto delta = [&](const std::string& name, const PhaseTotal& e) {
+    const auto b = begin.find(name);
+    return b == begin.end() ? e
+                            : PhaseTotal{e.seconds - b->second.seconds, e.calls - b->second.calls};
+  };
+  PhaseProfile p;
+  const auto fwd = end.find("forward");
+  if (fwd == end.end()) return p;
+  p.forwards = delta(fwd->first, fwd->second).calls;
+  if (p.forwards <= 0) return PhaseProfile{};
+  const double n = static_cast<double>(p.forwards);
+  for (const auto& [name, e] : end) {
+    const PhaseTotal d = delta(name, e);
+    if (d.calls > 0)
+      p.phases.push_back({name, d.seconds * 1e3 / n, static_cast<double>(d.calls) / n});
+  }
+  std::stable_sort(p.phases.begin(), p.phases.end(),
+                   [](const PhaseStep& a, const PhaseStep& b) { return a.ms > b.ms; });
+  return p;
 }
 
 std::optional<double> OfflineResult::BandwidthFractionOfBest() const {
@@ -409,6 +448,17 @@ nlohmann::ordered_json OfflineResult::ToJson() const {
   // The engine's own share of its step time (scheduling, sampling, undelivered outputs).
   j["scheduling_fraction"] = engine::SchedulingFraction(engine_step_s, forward_s, spec_s);
   j["load_avg_1m"] = load_avg_1m;
+  if (decode_phases.phases.empty()) {
+    j["decode_phases"] = nullptr;
+  } else {
+    nlohmann::ordered_json phases = nlohmann::ordered_json::array();
+    for (const PhaseStep& p : decode_phases.phases) {
+      phases.push_back(
+          {{"phase", p.phase}, {"ms_per_forward", p.ms}, {"calls_per_forward", p.calls}});
+    }
+    j["decode_phases"] = std::move(phases);
+  }
+  j["decode_phase_forwards"] = decode_phases.forwards;
   return j;
 }
 

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "core/phase_timer.h"
 #include "core/status.h"
 #include "engine/spec/spec_stats.h"
 #include "tools/engine_setup.h"
@@ -37,6 +40,21 @@ DecodeTraffic EstimateDecodeTraffic(const model::Model& model, int64_t batch);
 
 // Flops (2 per multiply-add, cost_model.h's accounting) of one decode token at `position`.
 double DecodeFlopsPerToken(const model::Model& model, int64_t position);
+
+// One phase (core/phase_timer.h) of the decode window, per forward call.
+struct PhaseStep {
+  std::string phase;
+  double ms = 0;     // wall time per forward call
+  double calls = 0;  // calls per forward call
+};
+// (end - begin) of every phase over the forward calls between the two readings (the "forward"
+// phase's count), longest first; no phases when no forward call completed between them.
+struct PhaseProfile {
+  int64_t forwards = 0;
+  std::vector<PhaseStep> phases;
+};
+PhaseProfile PerForwardPhases(const std::map<std::string, PhaseTotal>& begin,
+                              const std::map<std::string, PhaseTotal>& end);
 
 struct OfflineResult {
   OfflineConfig config;
@@ -74,6 +92,9 @@ struct OfflineResult {
   // Prompt tokens the prefix cache served, summed over the batch: 0 unless the prompts repeat
   // an earlier configuration's (they never should: each configuration and run draws its own).
   int64_t prefix_hit_tokens = 0;
+  // With DEEPINFER_PROFILE=1: the phases of the steady decode window per forward call, longest
+  // first (this rank's; PerForwardPhases), and how many forward calls that was. Else empty.
+  PhaseProfile decode_phases;
 
   // The ratios the report leads with. Prefill GFLOP/s over the measured peak.
   double ComputeFraction() const { return prefill_gflops / measured_peak_gflops; }

@@ -128,6 +128,14 @@ void PrintHuman(const nlohmann::ordered_json& j) {
         j["decode_bound_step_ms"].get<double>(),
         Opt(j["decode_bound_fraction"], "%.1f%%", 100).c_str());
   }
+  if (!j["decode_phases"].is_null()) {
+    std::printf("          decode window by phase (DEEPINFER_PROFILE), per forward call of %lld:\n",
+                static_cast<long long>(j["decode_phase_forwards"].get<int64_t>()));
+    for (const auto& p : j["decode_phases"]) {
+      std::printf("            %-30s %9.3f ms %7.2f calls\n", p["phase"].get<std::string>().c_str(),
+                  p["ms_per_forward"].get<double>(), p["calls_per_forward"].get<double>());
+    }
+  }
   if (!j["spec"].is_null()) {
     const nlohmann::ordered_json& s = j["spec"];
     std::printf(

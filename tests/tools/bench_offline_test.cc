@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -176,6 +178,72 @@ TEST(BenchOfflineTest, RunsPrintsEachRunThenTheirSummary) {
   EXPECT_NEAR(s["bandwidth_fraction_of_best"]["p50"].get<double>(), of_best[1], 1e-12);
   EXPECT_NEAR(s["bandwidth_fraction_of_best"]["min"].get<double>(), of_best[0], 1e-12);
   EXPECT_NEAR(s["compute_fraction"]["max"].get<double>(), compute[2], 1e-12);
+}
+
+TEST(BenchOfflineTest, PerForwardPhasesDividesTheDifferenceByTheForwardCalls) {
+  const std::map<std::string, PhaseTotal> begin = {
+      {"forward", {1.0, 10}}, {"head", {0.4, 10}}, {"moe", {0.3, 40}}, {"idle", {0.5, 3}}};
+  const std::map<std::string, PhaseTotal> end = {{"forward", {1.8, 14}},
+                                                 {"head", {0.8, 14}},
+                                                 {"moe", {0.5, 56}},
+                                                 {"idle", {0.5, 3}},   // did not run: left out
+                                                 {"new", {0.04, 8}}};  // first seen in the window
+  const PhaseProfile p = PerForwardPhases(begin, end);
+  EXPECT_EQ(p.forwards, 4);
+  ASSERT_EQ(p.phases.size(), 4u);
+  EXPECT_EQ(p.phases[0].phase, "forward");
+  EXPECT_NEAR(p.phases[0].ms, 200.0, 1e-9);
+  EXPECT_EQ(p.phases[1].phase, "head");
+  EXPECT_NEAR(p.phases[1].ms, 100.0, 1e-9);
+  EXPECT_EQ(p.phases[2].phase, "moe");
+  EXPECT_NEAR(p.phases[2].ms, 50.0, 1e-9);
+  EXPECT_NEAR(p.phases[2].calls, 4.0, 1e-12);
+  EXPECT_EQ(p.phases[3].phase, "new");
+  EXPECT_NEAR(p.phases[3].ms, 10.0, 1e-9);
+  EXPECT_NEAR(p.phases[3].calls, 2.0, 1e-12);
+  // No forward call between the readings: nothing to divide by.
+  EXPECT_TRUE(PerForwardPhases(end, end).phases.empty());
+  EXPECT_EQ(PerForwardPhases(end, end).forwards, 0);
+  EXPECT_TRUE(PerForwardPhases({}, {{"head", {1.0, 1}}}).phases.empty());
+}
+
+// The decode window's phases per forward call: absent unless DEEPINFER_PROFILE=1; with it, the
+// forward phase once per call and every phase at most as long as the forward pass that holds it.
+TEST(BenchOfflineTest, DecodePhasesUnderProfiling) {
+  const std::string args = "bench --model '" + kModel +
+                           "' --batch 1 --prompt-len 16 --decode-len 12 --json --limit-samples 1 "
+                           "--kv-budget 64M";
+  const auto plain = RunJsonLines(args);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_TRUE(plain[0]["decode_phases"].is_null());
+  EXPECT_EQ(plain[0]["decode_phase_forwards"], 0);
+  ASSERT_EQ(setenv("DEEPINFER_PROFILE", "1", 1), 0);
+  const auto profiled = RunJsonLines(args);
+  unsetenv("DEEPINFER_PROFILE");
+  ASSERT_EQ(profiled.size(), 1u);
+  const Json& j = profiled[0];
+  SCOPED_TRACE(j.dump());
+  ASSERT_TRUE(j["decode_phases"].is_array());
+  // 12 tokens: the window runs from the first token's delivery to the last's, 11 forward calls
+  // at batch 1 (10 when the asynchronous scheduler's second forward call ends before the first
+  // token's delivery reads the totals).
+  EXPECT_GE(j["decode_phase_forwards"].get<int64_t>(), 10);
+  EXPECT_LE(j["decode_phase_forwards"].get<int64_t>(), 11);
+  const Json& phases = j["decode_phases"];
+  ASSERT_FALSE(phases.empty());
+  EXPECT_EQ(phases[0]["phase"], "forward");  // longest first, and every phase nests in it
+  EXPECT_EQ(phases[0]["calls_per_forward"].get<double>(), 1.0);
+  bool head = false;
+  for (size_t i = 1; i < phases.size(); ++i) {
+    EXPECT_LE(phases[i]["ms_per_forward"].get<double>(),
+              phases[i - 1]["ms_per_forward"].get<double>());
+    EXPECT_GT(phases[i]["calls_per_forward"].get<double>(), 0.0);
+    if (phases[i]["phase"] == "head") {
+      head = true;
+      EXPECT_EQ(phases[i]["calls_per_forward"].get<double>(), 1.0);
+    }
+  }
+  EXPECT_TRUE(head);
 }
 
 // With --spec dspark the configuration reports its speculation counters; `fixed` verifies every

@@ -21,6 +21,11 @@ struct OutView {
 // crossover on Zen 5: GEMV-M wins 2x at m = 16 and ties at m = 64).
 inline constexpr int64_t kGemvMaxRows = 64;
 
+// The GEMVs' software prefetch of their weight stream (both levels): each line this far ahead into
+// L1, and in the spread form (StreamPrefetchStyle, core/cpu_features.h) also this far into L2.
+inline constexpr int64_t kGemvPrefetchBytes = 8192;
+inline constexpr int64_t kGemvL2PrefetchBytes = 32768;
+
 // Position of (row r in 0..15, k kk in 0..3) inside a 64-byte chunk. In 128-bit lane L = r/4 the
 // first 8 bytes hold k 0,1 and the last 8 bytes k 2,3 of rows 4L..4L+3, pairs adjacent, so that
 // unpacklo/hi of the decoded low/high bf16 bytes give (16 rows x pair (0,1)) and (pair (2,3)).

@@ -9,11 +9,18 @@
 // even at M = 1). The totals sit in a small L1 scratch: tot = fma(blocksum, scale, tot) per block.
 // For quantizer activations every product is exact and normal, so this plain FMA chain (odd
 // element first, pairs ascending, from +0) equals the vdpbf16ps order of the reference bit for bit.
+// Where StreamPrefetchStyle() says kSpread (Intel), the first slice pass over a panel prefetches
+// every line of each block kMxfp4L2PrefetchBytes ahead into L2 and kMxfp4PrefetchBytes ahead into
+// L1 (the later passes find the panel in L2): on the Intel host at the AVX2 level the six-expert
+// GEMV went from 10.3-10.6 to 14.3-14.4 GB/s (37% -> 50% of the paired read, docs/performance.md,
+// session 33). Elsewhere (AMD) the hardware prefetcher streams alone, as the FP8 GEMV measured on
+// Zen 1 (fp8_gemv_avx2.cc).
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "kernels/cpu/aligned_buffer.h"
 #include "kernels/cpu/mxfp4_decode_avx2.h"
 #include "kernels/cpu/mxfp4_gemm_kernels.h"
@@ -42,11 +49,17 @@ void WidenRows(const uint16_t* xq, int64_t m, int64_t ldx, int64_t k, float* xw)
 // weights and a broadcast already fill the 16 ymm registers).
 template <int R, int S>
 void SliceRows(const uint8_t* panel, int64_t n_blocks, int s0, const float* xw, int64_t k,
-               const avx2::Mxfp4Lut& lut, float* tot) {
+               const avx2::Mxfp4Lut& lut, bool prefetch, float* tot) {
   for (int i = 0; i < S * R; ++i) _mm256_store_ps(tot + 8 * i, _mm256_setzero_ps());
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* blk = panel + b * kMxfp4PanelBlockBytes;
     const float* xb = xw + b * kMxfp4Block;
+    if (prefetch) {
+      for (int64_t i = 0; i < kMxfp4PanelBlockBytes; i += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(blk + kMxfp4L2PrefetchBytes + i), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(blk + kMxfp4PrefetchBytes + i), _MM_HINT_T0);
+      }
+    }
     __m256 acc[S][R];
     for (int s = 0; s < S; ++s) {
       for (int r = 0; r < R; ++r) acc[s][r] = _mm256_setzero_ps();
@@ -108,12 +121,12 @@ void SliceRows(const uint8_t* panel, int64_t n_blocks, int s0, const float* xw, 
 // Rows [m0, m0 + R) of out for one panel (`valid` of its 64 rows are real outputs).
 template <int R>
 void PanelRows(const Mxfp4Call& c, const uint8_t* panel, const float* xw, int64_t m0, int64_t n0,
-               int64_t valid, const avx2::Mxfp4Lut& lut) {
+               int64_t valid, const avx2::Mxfp4Lut& lut, bool prefetch) {
   constexpr int S = R == 1 ? 4 : R <= 3 ? 2 : 1;
   alignas(32) float tot[S * R * kSliceRows];
   for (int s0 = 0; s0 < kSlices; s0 += S) {
     if (s0 * kSliceRows >= valid) break;
-    SliceRows<R, S>(panel, c.w.n_blocks(), s0, xw, c.w.k, lut, tot);
+    SliceRows<R, S>(panel, c.w.n_blocks(), s0, xw, c.w.k, lut, prefetch && s0 == 0, tot);
     for (int s = 0; s < S; ++s) {
       const int64_t col = n0 + (s0 + s) * kSliceRows;
       const int64_t cols = std::min<int64_t>(kSliceRows, n0 + valid - col);
@@ -133,24 +146,24 @@ void PanelRows(const Mxfp4Call& c, const uint8_t* panel, const float* xw, int64_
 }
 
 void PanelChunk(int rows, const Mxfp4Call& c, const uint8_t* panel, const float* xw, int64_t m0,
-                int64_t n0, int64_t valid, const avx2::Mxfp4Lut& lut) {
+                int64_t n0, int64_t valid, const avx2::Mxfp4Lut& lut, bool prefetch) {
   switch (rows) {
     case 1:
-      return PanelRows<1>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<1>(c, panel, xw, m0, n0, valid, lut, prefetch);
     case 2:
-      return PanelRows<2>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<2>(c, panel, xw, m0, n0, valid, lut, prefetch);
     case 3:
-      return PanelRows<3>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<3>(c, panel, xw, m0, n0, valid, lut, prefetch);
     case 4:
-      return PanelRows<4>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<4>(c, panel, xw, m0, n0, valid, lut, prefetch);
     case 5:
-      return PanelRows<5>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<5>(c, panel, xw, m0, n0, valid, lut, prefetch);
     case 6:
-      return PanelRows<6>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<6>(c, panel, xw, m0, n0, valid, lut, prefetch);
     case 7:
-      return PanelRows<7>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<7>(c, panel, xw, m0, n0, valid, lut, prefetch);
     default:
-      return PanelRows<8>(c, panel, xw, m0, n0, valid, lut);
+      return PanelRows<8>(c, panel, xw, m0, n0, valid, lut, prefetch);
   }
 }
 
@@ -162,6 +175,8 @@ void Mxfp4PanelsAvx2(const Mxfp4Call& c, int64_t p_begin, int64_t p_end) {
   xw.EnsureSize(static_cast<size_t>(c.n_rows * c.w.k));
   WidenRows(c.xq, c.n_rows, c.ldx, c.w.k, xw.data());
   const avx2::Mxfp4Lut lut = avx2::MakeMxfp4Lut();
+  // Only the first row chunk of a panel streams it from memory.
+  const bool prefetch = StreamPrefetchStyle() == StreamPrefetch::kSpread;
   // Row chunks of at most 8, balanced (9 rows: 5 + 4, not 8 + 1).
   const int64_t n_chunks = (c.n_rows + 7) / 8;
   for (int64_t p = p_begin; p < p_end; ++p) {
@@ -170,7 +185,7 @@ void Mxfp4PanelsAvx2(const Mxfp4Call& c, int64_t p_begin, int64_t p_end) {
     for (int64_t ch = 0; ch < n_chunks; ++ch) {
       const int64_t m0 = ch * c.n_rows / n_chunks, m1 = (ch + 1) * c.n_rows / n_chunks;
       PanelChunk(static_cast<int>(m1 - m0), c, c.w.panel(p), xw.data() + m0 * c.w.k, m0, n0, valid,
-                 lut);
+                 lut, prefetch && ch == 0);
     }
   }
 }

@@ -23,8 +23,8 @@ namespace deepinfer::kernels {
 
 namespace {
 
-constexpr int64_t kPrefetchBytes = 4096;
-constexpr int64_t kL2PrefetchBytes = 32768;  // the spread form's second prefetch, into L2
+constexpr int64_t kPrefetchBytes = kMxfp4PrefetchBytes;
+constexpr int64_t kL2PrefetchBytes = kMxfp4L2PrefetchBytes;  // the spread form's, into L2
 
 inline void PrefetchBlock(const uint8_t* blk) {
   for (int64_t i = 0; i < kMxfp4PanelBlockBytes; i += 64) {

@@ -16,6 +16,10 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kMxfp4ChunkRows = 8;  // GEMV-M handles up to 8 activation rows at once
+// The GEMVs' software prefetch of the packed stream (both levels): lines this far ahead into L1,
+// and in the spread form (StreamPrefetchStyle, core/cpu_features.h) this far ahead into L2.
+inline constexpr int64_t kMxfp4PrefetchBytes = 4096;
+inline constexpr int64_t kMxfp4L2PrefetchBytes = 32768;
 // From this many rows on, AVX-512 runs the panel GEMM (weights decoded once per call) instead of
 // GEMV-M (weights decoded again per 8 rows); both give the same bits (mxfp4_gemm_bench crossover).
 inline constexpr int64_t kMxfp4PanelGemmMinRows = 32;

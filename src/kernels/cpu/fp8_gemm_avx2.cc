@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "kernels/cpu/aligned_buffer.h"
 #include "kernels/cpu/fp8_decode_avx2.h"
 #include "kernels/cpu/fp8_gemm_internal.h"
@@ -88,9 +89,10 @@ constexpr TileFn kTile[kMr + 1] = {nullptr,      TileBlock<1>, TileBlock<2>, Til
                                    TileBlock<4>, TileBlock<5>, TileBlock<6>};
 
 // Rows [r0, r1) (r0 a multiple of kMr, r1 - r0 <= kRowBlock) of panel p. xp: PackActF32Tiles of
-// all m rows.
+// all m rows. `prefetch`: this call streams the panel from memory (its first row block, where
+// StreamPrefetchStyle() says spread): each block's lines go to L2 and L1 ahead as in the GEMV.
 void PanelRows(const E4m3LutAvx2& lut, const float* xp, int64_t m, int64_t r0, int64_t r1,
-               const PackedFp8Matrix& w, int64_t p, const OutView& out) {
+               const PackedFp8Matrix& w, int64_t p, bool prefetch, const OutView& out) {
   alignas(32) float wf[kFp8BlockK * kFp8PanelRows];
   alignas(32) float tot[kRowBlock * kFp8PanelRows];
   const int64_t k = w.k, kb = w.k_blocks();
@@ -99,6 +101,11 @@ void PanelRows(const E4m3LutAvx2& lut, const float* xp, int64_t m, int64_t r0, i
   const uint8_t* codes = w.PanelCodes(p);
   const float* sc = w.PanelScales(p);
   for (int64_t b = 0; b < kb; ++b) {
+    const char* blk = reinterpret_cast<const char*>(codes + b * kFp8BlockBytes);
+    for (int64_t i = 0; prefetch && i < kFp8BlockBytes; i += 64) {
+      _mm_prefetch(blk + i + kGemvL2PrefetchBytes, _MM_HINT_T1);
+      _mm_prefetch(blk + i + kGemvPrefetchBytes, _MM_HINT_T0);
+    }
     DecodeBlockF32(lut, codes + b * kFp8BlockBytes, wf);
     const __m256 s_lo = _mm256_broadcast_ss(sc + 2 * b), s_hi = _mm256_broadcast_ss(sc + 2 * b + 1);
     for (int64_t r = r0; r < r1; r += kMr) {
@@ -123,9 +130,10 @@ void JobPanels(const float* xp, int64_t m, const PackedFp8Matrix& w, int64_t p0,
     return;
   }
   const E4m3LutAvx2 lut = LoadE4m3LutAvx2();
+  const bool spread = StreamPrefetchStyle() == StreamPrefetch::kSpread;
   for (int64_t p = p0; p < p1; ++p) {
     for (int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
-      PanelRows(lut, xp, m, r0, std::min(m, r0 + kRowBlock), w, p, out);
+      PanelRows(lut, xp, m, r0, std::min(m, r0 + kRowBlock), w, p, spread && r0 == 0, out);
     }
   }
 }
@@ -176,11 +184,14 @@ void Fp8GemmAvx2(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matr
     const OutView group_out = RowsFrom(out, g0);
     // Units row-block-major; which thread runs a unit depends on timing, its bits do not.
     const int64_t row_blocks = (rows + kRowBlock - 1) / kRowBlock;
+    // Units of the first row block of the first group read the weights from memory.
+    const bool spread = StreamPrefetchStyle() == StreamPrefetch::kSpread && g0 == 0;
     pool.ParallelForDynamic(row_blocks * w.n_panels, 1, [&](int64_t u0, int64_t u1) {
       const E4m3LutAvx2 lut = LoadE4m3LutAvx2();
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t r0 = (u / w.n_panels) * kRowBlock;
-        PanelRows(lut, xp, rows, r0, std::min(rows, r0 + kRowBlock), w, u % w.n_panels, group_out);
+        PanelRows(lut, xp, rows, r0, std::min(rows, r0 + kRowBlock), w, u % w.n_panels,
+                  spread && r0 == 0, group_out);
       }
     });
   }

@@ -44,10 +44,10 @@ void TileBf16(const DenseGemmCall& c, int64_t m0, int64_t n0, unsigned csr) {
   alignas(32) uint16_t wt[NR][32], xt[MR][32];  // zero-padded tail copies
   // Where StreamPrefetchStyle() is the spread form (Intel), the AVX-512 tile's weight prefetch:
   // each row's line kPrefetchK elements ahead into L1 and kL2PrefetchK ahead into L2, past the
-  // row's end into the next tile's rows (Intel host at the AVX2 level: the bf16 GEMV 75% -> see
-  // docs/performance.md, session 33). AMD hosts keep the hardware prefetcher alone, as the AVX2
-  // FP8 GEMV measured on Zen 1. A local lambda, as in the AVX-512 tiles (GCC 12 drops the
-  // prefetches from a shared helper).
+  // row's end into the next tile's rows (Intel host at the AVX2 level: the bf16 GEMV 75% -> 107%
+  // of the paired read, docs/performance.md, session 33). AMD hosts keep the hardware prefetcher
+  // alone, as the AVX2 FP8 GEMV measured on Zen 1. A local lambda, as in the AVX-512 tiles (GCC 12
+  // drops the prefetches from a shared helper).
   constexpr int64_t kPrefetchK = 2048;
   constexpr int64_t kL2PrefetchK = 8192;
   const bool prefetch = StreamPrefetchStyle() == StreamPrefetch::kSpread;

@@ -130,10 +130,10 @@ void JobPanels(const float* xp, int64_t m, const PackedFp8Matrix& w, int64_t p0,
     return;
   }
   const E4m3LutAvx2 lut = LoadE4m3LutAvx2();
-  const bool spread = StreamPrefetchStyle() == StreamPrefetch::kSpread;
+  const bool prefetch = StreamPrefetchStyle() == StreamPrefetch::kSpread;
   for (int64_t p = p0; p < p1; ++p) {
     for (int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
-      PanelRows(lut, xp, m, r0, std::min(m, r0 + kRowBlock), w, p, spread && r0 == 0, out);
+      PanelRows(lut, xp, m, r0, std::min(m, r0 + kRowBlock), w, p, prefetch && r0 == 0, out);
     }
   }
 }
@@ -184,14 +184,14 @@ void Fp8GemmAvx2(const uint16_t* xq, int64_t m, int64_t ldx, const PackedFp8Matr
     const OutView group_out = RowsFrom(out, g0);
     // Units row-block-major; which thread runs a unit depends on timing, its bits do not.
     const int64_t row_blocks = (rows + kRowBlock - 1) / kRowBlock;
-    // Units of the first row block of the first group read the weights from memory.
-    const bool spread = StreamPrefetchStyle() == StreamPrefetch::kSpread && g0 == 0;
+    // The units of the first group's first row block read the weights from memory.
+    const bool prefetch = StreamPrefetchStyle() == StreamPrefetch::kSpread && g0 == 0;
     pool.ParallelForDynamic(row_blocks * w.n_panels, 1, [&](int64_t u0, int64_t u1) {
       const E4m3LutAvx2 lut = LoadE4m3LutAvx2();
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t r0 = (u / w.n_panels) * kRowBlock;
         PanelRows(lut, xp, rows, r0, std::min(rows, r0 + kRowBlock), w, u % w.n_panels,
-                  spread && r0 == 0, group_out);
+                  prefetch && r0 == 0, group_out);
       }
     });
   }

@@ -12,7 +12,7 @@
 // Where StreamPrefetchStyle() says kSpread (Intel), the first slice pass over a panel prefetches
 // every line of each block kMxfp4L2PrefetchBytes ahead into L2 and kMxfp4PrefetchBytes ahead into
 // L1 (the later passes find the panel in L2): on the Intel host at the AVX2 level the six-expert
-// GEMV went from 10.3-10.6 to 14.3-14.4 GB/s (37% -> 50% of the paired read, docs/performance.md,
+// GEMV went from 10.3-10.6 to 14.1-15.1 GB/s (37% -> 51-52% of the paired read, performance.md,
 // session 33). Elsewhere (AMD) the hardware prefetcher streams alone, as the FP8 GEMV measured on
 // Zen 1 (fp8_gemv_avx2.cc).
 #include <immintrin.h>
